@@ -1,0 +1,1 @@
+//! Integration tests of the karoo plugin live in `tests/`.

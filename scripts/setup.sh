@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh Debian machine: system packages, a Python venv, and a
+# release build of the karoo plugin. Safe to re-run: every step is skipped when done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_pkgs=(libhdf5-dev hdf5-tools pkg-config python3-venv)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing apt packages: ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi
+
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating Python venv in $VENV"
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import h5py, hdf5plugin, numpy, pytest, matplotlib" >/dev/null 2>&1; then
+  echo "setup: installing Python packages"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r scripts/requirements.txt
+fi
+
+echo "setup: building the plugin (release)"
+cargo build --release -q -p h5karoo

@@ -1,0 +1,228 @@
+//! Chunk-level compress and decompress: tiling, parallel tile coding, header, checksum
+//! and the verbatim fallback for incompressible data.
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::{self, Header, FLAG_STORED};
+use crate::layout::{Geometry, Tile};
+use crate::packer::{self, TileLayout};
+use crate::params::Params;
+use crate::pool::run_with_threads;
+
+/// Compresses one chunk of `data` described by `params`.
+///
+/// The output is self-describing and never more than a header larger than `data`:
+/// chunks that do not compress are stored verbatim. The bytes do not depend on
+/// `params.threads`.
+pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
+    let shape = params.validate(data.len())?;
+    let geometry = Geometry::from_shape(&shape, params.time_axis, params.lag)?;
+    let mut header = Header {
+        mode: params.mode.id(),
+        flags: 0,
+        predictor: params.predictor.id(),
+        residual_map: format::RESIDUAL_XOR,
+        coder: format::CODER_LEADING_ZERO_BYTES,
+        word_size: params.word_size as u8,
+        time_axis: params.time_axis as u8,
+        decoded_size: data.len() as u64,
+        lag: geometry.lag as u64,
+        tiling: geometry.tiling,
+        checksum: 0,
+        shape: shape.iter().map(|&d| d as u64).collect(),
+        tile_sizes: Vec::new(),
+    };
+    let tiles = geometry.tiles();
+    let (payloads, checksum) = run_with_threads(params.threads, || {
+        rayon::join(
+            || {
+                tiles
+                    .par_iter()
+                    .map(|tile| encode_tile(params.word_size, data, &geometry, tile))
+                    .collect::<Vec<_>>()
+            },
+            || format::data_checksum(data),
+        )
+    });
+    header.checksum = checksum;
+    let payload_len: usize = payloads.iter().map(Vec::len).sum();
+    let fits_table = payloads.iter().all(|p| u32::try_from(p.len()).is_ok());
+    if payload_len >= data.len() || !fits_table {
+        header.flags = FLAG_STORED;
+        let mut out = Vec::with_capacity(header.encoded_len() + data.len());
+        header.write(&mut out);
+        out.extend_from_slice(data);
+        return Ok(out);
+    }
+    header.tile_sizes = payloads.iter().map(|p| p.len() as u32).collect();
+    let mut out = Vec::with_capacity(header.encoded_len() + payload_len);
+    header.write(&mut out);
+    for payload in &payloads {
+        out.extend_from_slice(payload);
+    }
+    Ok(out)
+}
+
+/// Decompresses a chunk produced by [`compress`].
+pub fn decompress(input: &[u8]) -> Result<Vec<u8>> {
+    decompress_with(input, u64::MAX, 0)
+}
+
+/// Decompresses a chunk, refusing one that declares more than `limit` decoded bytes,
+/// on `threads` workers (0 = all cores). Every length and offset is validated before
+/// use; the decoded bytes are checked against the header's checksum.
+pub fn decompress_with(input: &[u8], limit: u64, threads: usize) -> Result<Vec<u8>> {
+    let (header, header_len) = Header::parse(input, limit)?;
+    let payload = &input[header_len..];
+    let out = if header.is_stored() {
+        if payload.len() as u64 != header.decoded_size {
+            return Err(Error::Truncated(format!(
+                "stored payload of {} bytes, header declares {}",
+                payload.len(),
+                header.decoded_size
+            )));
+        }
+        payload.to_vec()
+    } else {
+        let geometry = header.geometry()?;
+        let tiles = geometry.tiles();
+        let slices = split_payloads(payload, &header.tile_sizes)?;
+        check_tile_sizes(&geometry, &tiles, &slices, header.word_size as usize)?;
+        let mut out = vec![0u8; header.decoded_size as usize];
+        run_with_threads(threads, || {
+            decode_tiles(&geometry, &tiles, &slices, header.word_size as usize, &mut out)
+        })?;
+        out
+    };
+    let actual = format::data_checksum(&out);
+    if actual != header.checksum {
+        return Err(Error::ChecksumMismatch {
+            stored: header.checksum,
+            actual,
+        });
+    }
+    Ok(out)
+}
+
+fn encode_tile(word_size: usize, data: &[u8], g: &Geometry, tile: &Tile) -> Vec<u8> {
+    match word_size {
+        1 => packer::encode_tile::<u8>(data, g, tile),
+        2 => packer::encode_tile::<u16>(data, g, tile),
+        4 => packer::encode_tile::<u32>(data, g, tile),
+        _ => packer::encode_tile::<u64>(data, g, tile),
+    }
+}
+
+fn decode_tile(
+    word_size: usize,
+    payload: &[u8],
+    g: &Geometry,
+    (index, tile): (usize, &Tile),
+    dst: &mut [u8],
+    layout: TileLayout,
+) -> Result<()> {
+    match word_size {
+        1 => packer::decode_tile::<u8>(payload, g, tile, index, dst, layout),
+        2 => packer::decode_tile::<u16>(payload, g, tile, index, dst, layout),
+        4 => packer::decode_tile::<u32>(payload, g, tile, index, dst, layout),
+        _ => packer::decode_tile::<u64>(payload, g, tile, index, dst, layout),
+    }
+}
+
+/// Cuts the payload into per-tile slices, checking the table adds up exactly.
+fn split_payloads<'a>(payload: &'a [u8], sizes: &[u32]) -> Result<Vec<&'a [u8]>> {
+    let total: u64 = sizes.iter().map(|&s| u64::from(s)).sum();
+    if total != payload.len() as u64 {
+        return Err(Error::Truncated(format!(
+            "tile table adds up to {total} payload bytes, the chunk holds {}",
+            payload.len()
+        )));
+    }
+    let mut rest = payload;
+    Ok(sizes
+        .iter()
+        .map(|&s| {
+            let (head, tail) = rest.split_at(s as usize);
+            rest = tail;
+            head
+        })
+        .collect())
+}
+
+/// Rejects tiles too short to hold their words before any output is allocated, which
+/// bounds the decoded size by a fixed multiple of the input size.
+fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) -> Result<()> {
+    let bits = packer::code_bits(w) as usize;
+    let min_residual = w - packer::code_cap(w) as usize;
+    for (index, (tile, slice)) in tiles.iter().zip(slices).enumerate() {
+        let raw = g.tile_row_width(tile, tile.row0) * (tile.plane1 - tile.plane0);
+        let predicted = g.tile_words(tile) - raw;
+        let least = raw * w + (predicted * bits).div_ceil(8) + predicted * min_residual + w;
+        if slice.len() < least {
+            return Err(Error::CorruptBlock {
+                index,
+                reason: format!("{} bytes cannot hold its {} words", slice.len(), raw + predicted),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn decode_tiles(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize, out: &mut [u8]) -> Result<()> {
+    if g.tiles_are_contiguous() {
+        let layout = TileLayout {
+            row_stride: g.lag,
+            plane_stride: g.plane_len,
+        };
+        let mut rest = &mut *out;
+        let mut regions = Vec::with_capacity(tiles.len());
+        for tile in tiles {
+            let (head, tail) = rest.split_at_mut(g.tile_words(tile) * w);
+            regions.push(head);
+            rest = tail;
+        }
+        return regions
+            .into_par_iter()
+            .zip(tiles.par_iter().enumerate())
+            .zip(slices.par_iter())
+            .try_for_each(|((dst, tile), payload)| decode_tile(w, payload, g, tile, dst, layout));
+    }
+    // Column-split tiles interleave in memory: decode each into its own buffer, then
+    // copy the rows into place.
+    let buffers: Vec<Vec<u8>> = tiles
+        .par_iter()
+        .enumerate()
+        .zip(slices.par_iter())
+        .map(|(tile, payload)| {
+            let mut buf = vec![0u8; g.tile_words(tile.1) * w];
+            let layout = TileLayout {
+                row_stride: tile.1.col1 - tile.1.col0,
+                plane_stride: 0,
+            };
+            decode_tile(w, payload, g, tile, &mut buf, layout).map(|()| buf)
+        })
+        .collect::<Result<_>>()?;
+    let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
+    let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
+    for (plane, plane_out) in out.chunks_mut(g.plane_len * w).enumerate() {
+        plane_out
+            .par_chunks_mut(g.lag * w)
+            .enumerate()
+            .for_each(|(row, row_out)| {
+                let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
+                for index in first..first + col_tiles {
+                    let tile = &tiles[index];
+                    let width = g.tile_row_width(tile, row);
+                    if width == 0 {
+                        continue;
+                    }
+                    let stride = tile.col1 - tile.col0;
+                    let src = (row - tile.row0) * stride * w;
+                    row_out[tile.col0 * w..(tile.col0 + width) * w]
+                        .copy_from_slice(&buffers[index][src..src + width * w]);
+                }
+            });
+    }
+    Ok(())
+}

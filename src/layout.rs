@@ -1,0 +1,279 @@
+//! How a chunk's words are organised into series and into independently coded tiles.
+//!
+//! A chunk of shape `(d0, .., dk, .., dn)` with time axis `k` is a stack of
+//! `planes = d0 * .. * d(k-1)` planes of `plane_len` words each. Within a plane, word `p`
+//! is the sample that follows word `p - lag` of the same series, so a plane reads as a
+//! matrix of `lag`-word rows (the last row may be shorter): each column is one series,
+//! each row one time step.
+//!
+//! Tiles are the unit of parallelism: a tile is either a run of whole planes or a
+//! rectangle of rows and columns of one plane. The tiling depends only on the geometry,
+//! never on the thread count, so the output bytes never do either.
+
+use crate::error::{Error, Result};
+
+/// Words a tile aims to hold: big enough to amortise its header, small enough for cache.
+pub const TARGET_TILE_WORDS: usize = 1 << 17;
+/// Fewest rows a full-width tile may have before tiles are split by columns instead.
+const MIN_TILE_ROWS: usize = 64;
+/// Fewest columns of a column-split tile.
+const MIN_TILE_COLS: usize = 256;
+
+/// Tile dimensions of a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tiling {
+    /// Whole planes per tile (more than 1 only when a tile spans full planes).
+    pub planes_per_tile: usize,
+    /// Rows per tile.
+    pub tile_rows: usize,
+    /// Columns (series) per tile.
+    pub tile_cols: usize,
+}
+
+/// The series structure and tiling of one chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Number of independent planes (product of the dimensions before the time axis).
+    pub planes: usize,
+    /// Words per plane.
+    pub plane_len: usize,
+    /// Words between two successive samples of one series.
+    pub lag: usize,
+    /// Tile dimensions.
+    pub tiling: Tiling,
+}
+
+/// One independently coded tile: rows `row0..row1` and columns `col0..col1` of planes
+/// `plane0..plane1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    /// First plane.
+    pub plane0: usize,
+    /// One past the last plane.
+    pub plane1: usize,
+    /// First row (time step) within each plane.
+    pub row0: usize,
+    /// One past the last row.
+    pub row1: usize,
+    /// First column (series).
+    pub col0: usize,
+    /// One past the last column.
+    pub col1: usize,
+}
+
+impl Geometry {
+    /// Derives the geometry of a chunk of `shape` words with the given time axis and lag
+    /// (0 = product of the dimensions after the time axis), choosing the tiling.
+    pub fn from_shape(shape: &[usize], time_axis: usize, lag: usize) -> Result<Geometry> {
+        let planes = checked_product(&shape[..time_axis])?;
+        let words = checked_product(shape)?;
+        let plane_len = if planes == 0 { 0 } else { words / planes };
+        let lag = if lag == 0 {
+            checked_product(&shape[time_axis + 1..])?.max(1)
+        } else {
+            lag
+        };
+        if plane_len > 0 && lag > plane_len {
+            return Err(Error::InvalidParams(format!(
+                "lag {lag} exceeds the {plane_len} words of one time series plane"
+            )));
+        }
+        let tiling = Tiling::choose(plane_len, lag);
+        Ok(Geometry {
+            planes,
+            plane_len,
+            lag,
+            tiling,
+        })
+    }
+
+    /// Total words in the chunk.
+    pub fn words(&self) -> usize {
+        self.planes * self.plane_len
+    }
+
+    /// Rows (time steps) per plane, the last possibly partial.
+    pub fn rows(&self) -> usize {
+        self.plane_len.div_ceil(self.lag)
+    }
+
+    /// Words in row `row` of a plane.
+    pub fn row_len(&self, row: usize) -> usize {
+        (self.plane_len - row * self.lag).min(self.lag)
+    }
+
+    /// True when every tile spans whole rows, so tiles are contiguous in memory.
+    pub fn tiles_are_contiguous(&self) -> bool {
+        self.tiling.tile_cols >= self.lag
+    }
+
+    /// Number of tiles, or `None` if it overflows.
+    pub fn tile_count(&self) -> Option<usize> {
+        if self.words() == 0 {
+            return Some(0);
+        }
+        let t = &self.tiling;
+        self.planes
+            .div_ceil(t.planes_per_tile)
+            .checked_mul(self.rows().div_ceil(t.tile_rows))?
+            .checked_mul(self.lag.div_ceil(t.tile_cols))
+    }
+
+    /// All tiles in storage order: planes, then rows, then columns.
+    pub fn tiles(&self) -> Vec<Tile> {
+        let mut tiles = Vec::with_capacity(self.tile_count().unwrap_or(0));
+        if self.words() == 0 {
+            return tiles;
+        }
+        let t = self.tiling;
+        let rows = self.rows();
+        for plane0 in (0..self.planes).step_by(t.planes_per_tile) {
+            let plane1 = (plane0 + t.planes_per_tile).min(self.planes);
+            for row0 in (0..rows).step_by(t.tile_rows) {
+                let row1 = (row0 + t.tile_rows).min(rows);
+                for col0 in (0..self.lag).step_by(t.tile_cols) {
+                    let col1 = (col0 + t.tile_cols).min(self.lag);
+                    tiles.push(Tile {
+                        plane0,
+                        plane1,
+                        row0,
+                        row1,
+                        col0,
+                        col1,
+                    });
+                }
+            }
+        }
+        tiles
+    }
+
+    /// Words of `tile` that lie in row `row` (the last row of a plane may be short).
+    pub fn tile_row_width(&self, tile: &Tile, row: usize) -> usize {
+        self.row_len(row).min(tile.col1).saturating_sub(tile.col0)
+    }
+
+    /// Words in `tile`.
+    pub fn tile_words(&self, tile: &Tile) -> usize {
+        let per_plane: usize = (tile.row0..tile.row1)
+            .map(|r| self.tile_row_width(tile, r))
+            .sum();
+        per_plane * (tile.plane1 - tile.plane0)
+    }
+
+    /// Word offset of row `row`, column `col` of plane `plane` in the chunk.
+    pub fn offset(&self, plane: usize, row: usize, col: usize) -> usize {
+        plane * self.plane_len + row * self.lag + col
+    }
+}
+
+/// Product of `dims`, or an error if it overflows.
+pub fn checked_product(dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::InvalidParams(format!("shape {dims:?} overflows")))
+}
+
+impl Tiling {
+    /// Chooses tile dimensions for planes of `plane_len` words and rows of `lag` words.
+    pub fn choose(plane_len: usize, lag: usize) -> Tiling {
+        let rows = plane_len.div_ceil(lag.max(1)).max(1);
+        if plane_len <= TARGET_TILE_WORDS {
+            return Tiling {
+                planes_per_tile: (TARGET_TILE_WORDS / plane_len.max(1)).max(1),
+                tile_rows: rows,
+                tile_cols: lag,
+            };
+        }
+        if lag * MIN_TILE_ROWS <= TARGET_TILE_WORDS {
+            return Tiling {
+                planes_per_tile: 1,
+                tile_rows: TARGET_TILE_WORDS / lag,
+                tile_cols: lag,
+            };
+        }
+        let tile_cols = (TARGET_TILE_WORDS / rows).clamp(MIN_TILE_COLS, lag);
+        let tile_rows = (TARGET_TILE_WORDS / tile_cols).clamp(1, rows);
+        Tiling {
+            planes_per_tile: 1,
+            tile_rows,
+            tile_cols,
+        }
+    }
+
+    /// Checks tile dimensions read from a chunk header against the geometry.
+    pub fn validate(&self, plane_len: usize, lag: usize) -> Result<()> {
+        let t = self;
+        if t.planes_per_tile == 0 || t.tile_rows == 0 || t.tile_cols == 0 {
+            return Err(Error::CorruptHeader("zero tile dimension".into()));
+        }
+        if t.tile_cols > lag {
+            return Err(Error::CorruptHeader(format!(
+                "tile of {} columns is wider than the lag {lag}",
+                t.tile_cols
+            )));
+        }
+        let rows = plane_len.div_ceil(lag);
+        if t.planes_per_tile > 1 && (t.tile_rows < rows || t.tile_cols < lag) {
+            return Err(Error::CorruptHeader(
+                "multi-plane tile does not cover whole planes".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covered(g: &Geometry) -> Vec<u32> {
+        let mut hits = vec![0u32; g.words()];
+        for tile in g.tiles() {
+            for p in tile.plane0..tile.plane1 {
+                for r in tile.row0..tile.row1 {
+                    for c in tile.col0..tile.col0 + g.tile_row_width(&tile, r) {
+                        hits[g.offset(p, r, c)] += 1;
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    #[test]
+    fn tiles_cover_every_word_exactly_once() {
+        let cases: &[(&[usize], usize, usize)] = &[
+            (&[60, 36, 64, 2], 0, 0),
+            (&[100, 36 * 64 * 2], 0, 36 * 64 * 2 * 3),
+            (&[8, 4096, 16, 2], 0, 0),
+            (&[4, 100, 64], 1, 0),
+            (&[100_000, 3], 1, 0),
+            (&[1 << 20], 0, 0),
+            (&[1000, 1000], 0, 0),
+            (&[7, 300_001], 0, 0),
+            (&[3, 5, 7], 2, 2),
+        ];
+        for &(shape, axis, lag) in cases {
+            let g = Geometry::from_shape(shape, axis, lag).unwrap();
+            assert_eq!(g.tile_count(), Some(g.tiles().len()), "{shape:?}");
+            assert!(covered(&g).iter().all(|&h| h == 1), "{shape:?} lag {lag}");
+            let total: usize = g.tiles().iter().map(|t| g.tile_words(t)).sum();
+            assert_eq!(total, g.words());
+        }
+    }
+
+    #[test]
+    fn default_lag_is_product_after_time_axis() {
+        let g = Geometry::from_shape(&[10, 4, 3, 2], 1, 0).unwrap();
+        assert_eq!((g.planes, g.plane_len, g.lag), (10, 24, 6));
+    }
+
+    #[test]
+    fn lag_beyond_plane_is_rejected() {
+        let err = Geometry::from_shape(&[4, 5], 0, 21).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "karoo: invalid parameters: lag 21 exceeds the 20 words of one time series plane"
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! karoo: lossless predictive compression of floating-point time series.
+//!
+//! The codec behind the karoo HDF5 filter, with no HDF5 inside. A chunk is a
+//! multi-dimensional array of fixed-size words with one time axis; fast mode predicts
+//! each word from the same series at the previous time step, XORs, and packs away the
+//! residual's leading zero bytes (seed 000's packer), in independent tiles coded in
+//! parallel. Every chunk is self-describing and checksummed.
+//!
+//! ```
+//! let data: Vec<u8> = (0..4096u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+//! let params = karoo::Params::new(4, &[64, 64]);
+//! let packed = karoo::compress(&data, &params).unwrap();
+//! assert_eq!(karoo::decompress(&packed).unwrap(), data);
+//! ```
+
+mod bitpack;
+mod codec;
+pub mod error;
+pub mod format;
+pub mod layout;
+mod packer;
+pub mod params;
+mod pool;
+mod word;
+
+pub use codec::{compress, decompress, decompress_with};
+pub use error::{Error, Result};
+pub use params::{Mode, Params, Predictor, MAX_THREADS};

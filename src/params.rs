@@ -1,0 +1,157 @@
+//! What the caller tells the codec about a chunk: word size, shape, time axis, lag,
+//! predictor, mode and thread count.
+
+use crate::error::{Error, Result};
+use crate::layout::checked_product;
+
+/// Largest thread count accepted (beyond this a request is a mistake, not a wish).
+pub const MAX_THREADS: usize = 1024;
+/// Largest supported rank of a chunk shape (HDF5 allows 32, plus one for components).
+pub const MAX_RANK: usize = 64;
+
+/// Compression mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Predictive packing along the time axis: fast, moderate ratio.
+    Fast,
+    /// Entropy coding for cold storage (not implemented yet).
+    Archive,
+}
+
+impl Mode {
+    /// The mode's number in cd_values and in the chunk header.
+    pub fn id(self) -> u8 {
+        match self {
+            Mode::Fast => 0,
+            Mode::Archive => 1,
+        }
+    }
+
+    /// The mode with number `id`, if there is one.
+    pub fn from_id(id: u32) -> Option<Mode> {
+        match id {
+            0 => Some(Mode::Fast),
+            1 => Some(Mode::Archive),
+            _ => None,
+        }
+    }
+}
+
+/// Time-axis predictor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Predictor {
+    /// The same series' previous time sample (seed 000's basic scheme).
+    Previous,
+}
+
+impl Predictor {
+    /// The predictor used when cd_values says 0 ("default").
+    pub const DEFAULT: Predictor = Predictor::Previous;
+
+    /// The predictor's number in cd_values and in the chunk header (never 0).
+    pub fn id(self) -> u8 {
+        match self {
+            Predictor::Previous => 1,
+        }
+    }
+
+    /// The predictor with number `id`; 0 means the default.
+    pub fn from_id(id: u32) -> Option<Predictor> {
+        match id {
+            0 => Some(Predictor::DEFAULT),
+            1 => Some(Predictor::Previous),
+            _ => None,
+        }
+    }
+}
+
+/// Parameters of one `compress` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    /// Bytes per word: 1, 2, 4 or 8. Elements made of several words (complex numbers)
+    /// are described by a trailing shape dimension of their component count.
+    pub word_size: usize,
+    /// Chunk shape in words, slowest-varying dimension first. Empty means one
+    /// dimension covering the whole buffer.
+    pub shape: Vec<usize>,
+    /// Index of the time axis in `shape`.
+    pub time_axis: usize,
+    /// Words between two successive samples of one series; 0 derives it as the
+    /// product of the dimensions after the time axis.
+    pub lag: usize,
+    /// Predictor along the time axis.
+    pub predictor: Predictor,
+    /// Worker threads; 0 means all cores. Never changes the output bytes.
+    pub threads: usize,
+    /// Compression mode.
+    pub mode: Mode,
+}
+
+impl Params {
+    /// Fast-mode parameters for a chunk of `shape` words of `word_size` bytes, time axis 0.
+    pub fn new(word_size: usize, shape: &[usize]) -> Params {
+        Params {
+            word_size,
+            shape: shape.to_vec(),
+            time_axis: 0,
+            lag: 0,
+            predictor: Predictor::DEFAULT,
+            threads: 0,
+            mode: Mode::Fast,
+        }
+    }
+
+    /// Checks the parameters against a buffer of `len` bytes and returns the effective
+    /// shape (never empty).
+    pub(crate) fn validate(&self, len: usize) -> Result<Vec<usize>> {
+        if !matches!(self.word_size, 1 | 2 | 4 | 8) {
+            return Err(Error::InvalidParams(format!(
+                "word size {} is not 1, 2, 4 or 8",
+                self.word_size
+            )));
+        }
+        if len % self.word_size != 0 {
+            return Err(Error::InvalidParams(format!(
+                "buffer of {len} bytes is not a whole number of {}-byte words",
+                self.word_size
+            )));
+        }
+        if self.threads > MAX_THREADS {
+            return Err(Error::InvalidParams(format!(
+                "{} threads requested, at most {MAX_THREADS} allowed",
+                self.threads
+            )));
+        }
+        if self.mode == Mode::Archive {
+            return Err(Error::Unsupported(
+                "archive mode (mode 1) is not implemented in this version".into(),
+            ));
+        }
+        let words = len / self.word_size;
+        let shape = if self.shape.is_empty() {
+            vec![words]
+        } else {
+            self.shape.clone()
+        };
+        if shape.len() > MAX_RANK {
+            return Err(Error::InvalidParams(format!(
+                "rank {} exceeds the maximum of {MAX_RANK}",
+                shape.len()
+            )));
+        }
+        let product = checked_product(&shape)?;
+        if product != words {
+            return Err(Error::InvalidParams(format!(
+                "shape {shape:?} holds {product} words but the buffer holds {words}"
+            )));
+        }
+        if self.time_axis >= shape.len() {
+            return Err(Error::InvalidParams(format!(
+                "time axis {} is out of range for rank {}",
+                self.time_axis,
+                shape.len()
+            )));
+        }
+        Ok(shape)
+    }
+}

@@ -1,0 +1,85 @@
+//! Fixed-width machine words (1, 2, 4 or 8 bytes) as the packer sees them.
+//!
+//! Words are read and written little-endian, whatever the host, so a compressed chunk
+//! decodes to the same bytes on every platform.
+
+use std::fmt::Debug;
+use std::ops::{BitAnd, BitXor};
+
+/// An unsigned word the predictive packer works on.
+pub trait Word:
+    Copy + Debug + Default + Eq + BitXor<Output = Self> + BitAnd<Output = Self> + Send + Sync + 'static
+{
+    /// Size of the word in bytes.
+    const BYTES: usize;
+    /// The all-ones word.
+    const ONES: Self;
+    /// Reads a word from the first `BYTES` bytes of `bytes` (little-endian).
+    fn load(bytes: &[u8]) -> Self;
+    /// Writes the word into the first `BYTES` bytes of `out` (little-endian).
+    fn store(self, out: &mut [u8]);
+    /// Number of leading (most significant) zero bytes.
+    fn leading_zero_bytes(self) -> u32;
+    /// Logical right shift that yields zero when `bits` is the full width or more.
+    fn shr_or_zero(self, bits: u32) -> Self;
+}
+
+macro_rules! impl_word {
+    ($t:ty) => {
+        impl Word for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            const ONES: Self = <$t>::MAX;
+            #[inline(always)]
+            fn load(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                raw.copy_from_slice(&bytes[..Self::BYTES]);
+                <$t>::from_le_bytes(raw)
+            }
+            #[inline(always)]
+            fn store(self, out: &mut [u8]) {
+                out[..Self::BYTES].copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline(always)]
+            fn leading_zero_bytes(self) -> u32 {
+                self.leading_zeros() / 8
+            }
+            #[inline(always)]
+            fn shr_or_zero(self, bits: u32) -> Self {
+                self.checked_shr(bits).unwrap_or(0)
+            }
+        }
+    };
+}
+
+impl_word!(u8);
+impl_word!(u16);
+impl_word!(u32);
+impl_word!(u64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_store_is_little_endian() {
+        let mut buf = [0u8; 4];
+        0x1122_3344u32.store(&mut buf);
+        assert_eq!(buf, [0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(u32::load(&buf), 0x1122_3344);
+    }
+
+    #[test]
+    fn leading_zero_bytes_counts_whole_bytes() {
+        assert_eq!(0u32.leading_zero_bytes(), 4);
+        assert_eq!(0x00ff_ffffu32.leading_zero_bytes(), 1);
+        assert_eq!(0x0080_0000u32.leading_zero_bytes(), 1);
+        assert_eq!(0x0000_0001u64.leading_zero_bytes(), 7);
+        assert_eq!(0x80u8.leading_zero_bytes(), 0);
+    }
+
+    #[test]
+    fn shr_or_zero_saturates() {
+        assert_eq!(0xffu8.shr_or_zero(8), 0);
+        assert_eq!(u32::MAX.shr_or_zero(8), 0x00ff_ffff);
+    }
+}

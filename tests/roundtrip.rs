@@ -1,0 +1,181 @@
+//! Round-trip, determinism and error-message tests of the core codec.
+
+use karoo::{compress, decompress, decompress_with, Error, Params};
+use proptest::prelude::*;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+/// A smooth, noisy float32 time series stack of `shape` (time axis 0), as bytes.
+fn smooth_f32(shape: &[usize], seed: u64) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let lag: usize = shape[1..].iter().product();
+    let n: usize = shape.iter().product();
+    let base: Vec<f32> = (0..lag).map(|_| rng.gen_range(-100.0..100.0)).collect();
+    (0..n)
+        .flat_map(|i| {
+            let t = (i / lag) as f32;
+            let v = base[i % lag] * (1.0 + 0.01 * (t * 0.1).sin()) + rng.gen_range(-0.01..0.01);
+            v.to_le_bytes()
+        })
+        .collect()
+}
+
+fn round_trip(data: &[u8], params: &Params) -> Vec<u8> {
+    let packed = compress(data, params).expect("compress");
+    let back = decompress(&packed).expect("decompress");
+    assert_eq!(back, data, "round trip of {params:?}");
+    packed
+}
+
+#[test]
+fn smooth_float32_compresses_and_round_trips() {
+    let data = smooth_f32(&[64, 32, 16, 2], 1);
+    let packed = round_trip(&data, &Params::new(4, &[64, 32, 16, 2]));
+    assert!(packed.len() < data.len() * 9 / 10, "{} of {}", packed.len(), data.len());
+}
+
+#[test]
+fn special_float_bit_patterns_round_trip() {
+    let specials: Vec<u32> = vec![
+        0x0000_0000, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x7fc0_1234,
+        0xffbf_ffff, 0x7f80_0001, 0x0000_0001, 0x807f_ffff, 0x3f80_0000, 0xffff_ffff,
+    ];
+    let data: Vec<u8> = (0..specials.len() * 37)
+        .flat_map(|i| specials[(i * 7 + i / 5) % specials.len()].to_le_bytes())
+        .collect();
+    round_trip(&data, &Params::new(4, &[37, specials.len()]));
+    let doubles: Vec<u8> = [0.0f64, -0.0, f64::NAN, f64::INFINITY, f64::MIN_POSITIVE / 3.0, -1e300]
+        .iter()
+        .cycle()
+        .take(6 * 11)
+        .flat_map(|v| v.to_le_bytes())
+        .chain(0x7ff8_dead_beef_0001u64.to_le_bytes())
+        .collect();
+    round_trip(&doubles, &Params::new(8, &[67]));
+}
+
+#[test]
+fn every_word_size_round_trips() {
+    let mut rng = SmallRng::seed_from_u64(7);
+    for w in [1usize, 2, 4, 8] {
+        for n in [0usize, 1, 2, 3, 17, 1000] {
+            let data: Vec<u8> = (0..n * w).map(|i| (i / 3) as u8 ^ rng.gen_range(0..4)).collect();
+            round_trip(&data, &Params::new(w, &[n]));
+        }
+    }
+}
+
+#[test]
+fn large_chunks_use_row_and_column_tiles() {
+    // Narrow rows (row tiles), wide rows (column tiles), many tiny planes, ragged lag.
+    let cases: Vec<(Vec<usize>, usize, usize)> = vec![
+        (vec![4096, 64], 0, 0),
+        (vec![8, 65536], 0, 0),
+        (vec![300, 2000], 0, 0),
+        (vec![50_000, 3], 1, 0),
+        (vec![700, 1000], 0, 3000),
+    ];
+    for (shape, time_axis, lag) in cases {
+        let data = smooth_f32(&shape, 3);
+        let params = Params {
+            time_axis,
+            lag,
+            ..Params::new(4, &shape)
+        };
+        round_trip(&data, &params);
+    }
+}
+
+#[test]
+fn output_does_not_depend_on_thread_count() {
+    let data = smooth_f32(&[16, 40000], 5);
+    let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 8, 0]
+        .iter()
+        .map(|&threads| compress(&data, &Params { threads, ..Params::new(4, &[16, 40000]) }).unwrap())
+        .collect();
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+    for threads in [1, 2, 8] {
+        assert_eq!(decompress_with(&outputs[0], u64::MAX, threads).unwrap(), data);
+    }
+}
+
+#[test]
+fn random_bytes_are_stored_verbatim_with_a_small_header() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let data: Vec<u8> = (0..100_000).map(|_| rng.gen()).collect();
+    let packed = round_trip(&data, &Params::new(4, &[25_000]));
+    assert_eq!(packed.len(), data.len() + 68 + 8 + 4);
+}
+
+#[test]
+fn bad_parameters_give_clear_errors() {
+    let data = vec![0u8; 24];
+    let msg = |p: Params| compress(&data, &p).unwrap_err().to_string();
+    assert_eq!(
+        msg(Params::new(3, &[8])),
+        "karoo: invalid parameters: word size 3 is not 1, 2, 4 or 8"
+    );
+    assert_eq!(
+        msg(Params::new(4, &[5])),
+        "karoo: invalid parameters: shape [5] holds 5 words but the buffer holds 6"
+    );
+    assert_eq!(
+        msg(Params { time_axis: 2, ..Params::new(4, &[2, 3]) }),
+        "karoo: invalid parameters: time axis 2 is out of range for rank 2"
+    );
+    assert_eq!(
+        msg(Params { threads: 1_000_000_000, ..Params::new(4, &[6]) }),
+        "karoo: invalid parameters: 1000000000 threads requested, at most 1024 allowed"
+    );
+}
+
+#[test]
+fn corrupt_input_is_rejected_not_misdecoded() {
+    let data = smooth_f32(&[64, 512], 9);
+    let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
+    assert_eq!(decompress(b"KAR").unwrap_err(), Error::Truncated("3 bytes, no header".into()));
+    assert_eq!(decompress(b"NOPE and more").unwrap_err(), Error::BadMagic);
+    let mut wrong_version = packed.clone();
+    wrong_version[4] = 9;
+    assert_eq!(
+        decompress(&wrong_version).unwrap_err().to_string(),
+        "karoo: unsupported chunk format version 9 (this build reads version 1)"
+    );
+    // Every single-bit flip and every truncation is an error, never wrong data or a panic.
+    for bit in (0..packed.len() * 8).step_by(13) {
+        let mut bad = packed.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        assert!(decompress(&bad).is_err(), "flip of bit {bit} went unnoticed");
+    }
+    for len in (0..packed.len()).step_by(7) {
+        assert!(decompress(&packed[..len]).is_err(), "truncation to {len}");
+    }
+    let mut extended = packed.clone();
+    extended.push(0);
+    assert!(decompress(&extended).is_err());
+    assert_eq!(
+        decompress_with(&packed, 1000, 1).unwrap_err().to_string(),
+        format!("karoo: chunk declares {} decoded bytes, more than the 1000 expected", data.len())
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn any_words_any_geometry_round_trip(
+        word in prop::sample::select(vec![1usize, 2, 4, 8]),
+        dims in prop::collection::vec(1usize..9, 1..5),
+        axis_seed in 0usize..8,
+        lag_seed in 0usize..64,
+        bytes in prop::collection::vec(any::<u8>(), 0..4096),
+    ) {
+        let words: usize = dims.iter().product();
+        let data: Vec<u8> = bytes.iter().cycle().take(words * word).copied().collect();
+        let time_axis = axis_seed % dims.len();
+        let plane: usize = dims[time_axis..].iter().product();
+        let lag = if lag_seed % 3 == 0 { 0 } else { 1 + lag_seed % plane };
+        let params = Params { time_axis, lag, ..Params::new(word, &dims) };
+        let data = if bytes.is_empty() { vec![0; words * word] } else { data };
+        let packed = compress(&data, &params).unwrap();
+        prop_assert_eq!(decompress(&packed).unwrap(), data);
+    }
+}
