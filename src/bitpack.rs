@@ -12,10 +12,9 @@ pub fn packed_len(n: usize, bits: u32) -> usize {
 pub fn pack(codes: &[u8], bits: u32, out: &mut [u8]) {
     let group_bytes = bits as usize;
     for (group, dst) in codes.chunks(8).zip(out.chunks_mut(group_bytes)) {
-        let acc = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, &c)| acc | (u32::from(c) << (bits * i as u32)));
+        let acc = group.iter().enumerate().fold(0u32, |acc, (i, &c)| {
+            acc | (u32::from(c) << (bits * i as u32))
+        });
         let bytes = acc.to_le_bytes();
         dst.copy_from_slice(&bytes[..dst.len()]);
     }

@@ -91,7 +91,13 @@ pub fn decompress_with(input: &[u8], limit: u64, threads: usize) -> Result<Vec<u
         check_tile_sizes(&geometry, &tiles, &slices, header.word_size as usize)?;
         let mut out = vec![0u8; header.decoded_size as usize];
         run_with_threads(threads, || {
-            decode_tiles(&geometry, &tiles, &slices, header.word_size as usize, &mut out)
+            decode_tiles(
+                &geometry,
+                &tiles,
+                &slices,
+                header.word_size as usize,
+                &mut out,
+            )
         })?;
         out
     };
@@ -162,14 +168,24 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
         if slice.len() < least {
             return Err(Error::CorruptBlock {
                 index,
-                reason: format!("{} bytes cannot hold its {} words", slice.len(), raw + predicted),
+                reason: format!(
+                    "{} bytes cannot hold its {} words",
+                    slice.len(),
+                    raw + predicted
+                ),
             });
         }
     }
     Ok(())
 }
 
-fn decode_tiles(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize, out: &mut [u8]) -> Result<()> {
+fn decode_tiles(
+    g: &Geometry,
+    tiles: &[Tile],
+    slices: &[&[u8]],
+    w: usize,
+    out: &mut [u8],
+) -> Result<()> {
     if g.tiles_are_contiguous() {
         let layout = TileLayout {
             row_stride: g.lag,

@@ -132,7 +132,10 @@ impl Header {
     /// size the caller is prepared to allocate. Returns the header and its length.
     pub fn parse(input: &[u8], limit: u64) -> Result<(Header, usize)> {
         if input.len() < MAGIC.len() {
-            return Err(Error::Truncated(format!("{} bytes, no header", input.len())));
+            return Err(Error::Truncated(format!(
+                "{} bytes, no header",
+                input.len()
+            )));
         }
         if input[..4] != MAGIC {
             return Err(Error::BadMagic);
@@ -159,7 +162,9 @@ impl Header {
         let checksum = r.u64()?;
         let count = r.u32()? as usize;
         if rank > MAX_RANK {
-            return Err(Error::CorruptHeader(format!("rank {rank} exceeds {MAX_RANK}")));
+            return Err(Error::CorruptHeader(format!(
+                "rank {rank} exceeds {MAX_RANK}"
+            )));
         }
         let table_len = 8 * rank + 4 * count + 4;
         if input.len() - r.pos < table_len {
@@ -260,7 +265,11 @@ impl Header {
 
     /// Rebuilds and validates the chunk geometry the header describes.
     pub fn geometry(&self) -> Result<Geometry> {
-        let shape: Vec<usize> = self.shape.iter().map(|&d| to_usize(d)).collect::<Result<_>>()?;
+        let shape: Vec<usize> = self
+            .shape
+            .iter()
+            .map(|&d| to_usize(d))
+            .collect::<Result<_>>()?;
         let lag = to_usize(self.lag)?;
         if lag == 0 {
             return Err(Error::CorruptHeader("lag is zero".into()));
@@ -275,7 +284,8 @@ impl Header {
             return Err(Error::CorruptHeader(format!(
                 "tile table has {} entries, the geometry {} tiles",
                 self.tile_sizes.len(),
-                g.tile_count().map_or("overflowing".into(), |n| n.to_string())
+                g.tile_count()
+                    .map_or("overflowing".into(), |n| n.to_string())
             )));
         }
         Ok(g)
@@ -294,10 +304,9 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let bytes = self
-            .buf
-            .get(self.pos..self.pos + N)
-            .ok_or_else(|| Error::Truncated(format!("{} bytes, header cut short", self.buf.len())))?;
+        let bytes = self.buf.get(self.pos..self.pos + N).ok_or_else(|| {
+            Error::Truncated(format!("{} bytes, header cut short", self.buf.len()))
+        })?;
         self.pos += N;
         Ok(bytes.try_into().expect("slice of length N"))
     }

@@ -147,7 +147,11 @@ pub fn decode_tile<T: Word>(
             let (before, after) = dst.split_at_mut(cur * w);
             let prev = &before[prev * w..(prev + width) * w];
             let cur = &mut after[..width * w];
-            for ((out, p), &code) in cur.chunks_exact_mut(w).zip(prev.chunks_exact(w)).zip(&mut codes) {
+            for ((out, p), &code) in cur
+                .chunks_exact_mut(w)
+                .zip(prev.chunks_exact(w))
+                .zip(&mut codes)
+            {
                 let residual = T::load(&residuals[pos..]) & masks[code as usize];
                 (residual ^ T::load(p)).store(out);
                 pos += w - code as usize;

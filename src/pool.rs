@@ -23,7 +23,9 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
     } else {
         threads
     };
-    let mut pools = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut pools = POOLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(pool) = pools.get(&threads) {
         return Some(pool.clone());
     }

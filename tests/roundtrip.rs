@@ -30,26 +30,48 @@ fn round_trip(data: &[u8], params: &Params) -> Vec<u8> {
 fn smooth_float32_compresses_and_round_trips() {
     let data = smooth_f32(&[64, 32, 16, 2], 1);
     let packed = round_trip(&data, &Params::new(4, &[64, 32, 16, 2]));
-    assert!(packed.len() < data.len() * 9 / 10, "{} of {}", packed.len(), data.len());
+    assert!(
+        packed.len() < data.len() * 9 / 10,
+        "{} of {}",
+        packed.len(),
+        data.len()
+    );
 }
 
 #[test]
 fn special_float_bit_patterns_round_trip() {
     let specials: Vec<u32> = vec![
-        0x0000_0000, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x7fc0_1234,
-        0xffbf_ffff, 0x7f80_0001, 0x0000_0001, 0x807f_ffff, 0x3f80_0000, 0xffff_ffff,
+        0x0000_0000,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0x7fc0_1234,
+        0xffbf_ffff,
+        0x7f80_0001,
+        0x0000_0001,
+        0x807f_ffff,
+        0x3f80_0000,
+        0xffff_ffff,
     ];
     let data: Vec<u8> = (0..specials.len() * 37)
         .flat_map(|i| specials[(i * 7 + i / 5) % specials.len()].to_le_bytes())
         .collect();
     round_trip(&data, &Params::new(4, &[37, specials.len()]));
-    let doubles: Vec<u8> = [0.0f64, -0.0, f64::NAN, f64::INFINITY, f64::MIN_POSITIVE / 3.0, -1e300]
-        .iter()
-        .cycle()
-        .take(6 * 11)
-        .flat_map(|v| v.to_le_bytes())
-        .chain(0x7ff8_dead_beef_0001u64.to_le_bytes())
-        .collect();
+    let doubles: Vec<u8> = [
+        0.0f64,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::MIN_POSITIVE / 3.0,
+        -1e300,
+    ]
+    .iter()
+    .cycle()
+    .take(6 * 11)
+    .flat_map(|v| v.to_le_bytes())
+    .chain(0x7ff8_dead_beef_0001u64.to_le_bytes())
+    .collect();
     round_trip(&doubles, &Params::new(8, &[67]));
 }
 
@@ -58,7 +80,9 @@ fn every_word_size_round_trips() {
     let mut rng = SmallRng::seed_from_u64(7);
     for w in [1usize, 2, 4, 8] {
         for n in [0usize, 1, 2, 3, 17, 1000] {
-            let data: Vec<u8> = (0..n * w).map(|i| (i / 3) as u8 ^ rng.gen_range(0..4)).collect();
+            let data: Vec<u8> = (0..n * w)
+                .map(|i| (i / 3) as u8 ^ rng.gen_range(0..4))
+                .collect();
             round_trip(&data, &Params::new(w, &[n]));
         }
     }
@@ -90,11 +114,23 @@ fn output_does_not_depend_on_thread_count() {
     let data = smooth_f32(&[16, 40000], 5);
     let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 8, 0]
         .iter()
-        .map(|&threads| compress(&data, &Params { threads, ..Params::new(4, &[16, 40000]) }).unwrap())
+        .map(|&threads| {
+            compress(
+                &data,
+                &Params {
+                    threads,
+                    ..Params::new(4, &[16, 40000])
+                },
+            )
+            .unwrap()
+        })
         .collect();
     assert!(outputs.windows(2).all(|w| w[0] == w[1]));
     for threads in [1, 2, 8] {
-        assert_eq!(decompress_with(&outputs[0], u64::MAX, threads).unwrap(), data);
+        assert_eq!(
+            decompress_with(&outputs[0], u64::MAX, threads).unwrap(),
+            data
+        );
     }
 }
 
@@ -119,11 +155,17 @@ fn bad_parameters_give_clear_errors() {
         "karoo: invalid parameters: shape [5] holds 5 words but the buffer holds 6"
     );
     assert_eq!(
-        msg(Params { time_axis: 2, ..Params::new(4, &[2, 3]) }),
+        msg(Params {
+            time_axis: 2,
+            ..Params::new(4, &[2, 3])
+        }),
         "karoo: invalid parameters: time axis 2 is out of range for rank 2"
     );
     assert_eq!(
-        msg(Params { threads: 1_000_000_000, ..Params::new(4, &[6]) }),
+        msg(Params {
+            threads: 1_000_000_000,
+            ..Params::new(4, &[6])
+        }),
         "karoo: invalid parameters: 1000000000 threads requested, at most 1024 allowed"
     );
 }
@@ -132,7 +174,10 @@ fn bad_parameters_give_clear_errors() {
 fn corrupt_input_is_rejected_not_misdecoded() {
     let data = smooth_f32(&[64, 512], 9);
     let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
-    assert_eq!(decompress(b"KAR").unwrap_err(), Error::Truncated("3 bytes, no header".into()));
+    assert_eq!(
+        decompress(b"KAR").unwrap_err(),
+        Error::Truncated("3 bytes, no header".into())
+    );
     assert_eq!(decompress(b"NOPE and more").unwrap_err(), Error::BadMagic);
     let mut wrong_version = packed.clone();
     wrong_version[4] = 9;
@@ -144,7 +189,10 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     for bit in (0..packed.len() * 8).step_by(13) {
         let mut bad = packed.clone();
         bad[bit / 8] ^= 1 << (bit % 8);
-        assert!(decompress(&bad).is_err(), "flip of bit {bit} went unnoticed");
+        assert!(
+            decompress(&bad).is_err(),
+            "flip of bit {bit} went unnoticed"
+        );
     }
     for len in (0..packed.len()).step_by(7) {
         assert!(decompress(&packed[..len]).is_err(), "truncation to {len}");
@@ -154,7 +202,10 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     assert!(decompress(&extended).is_err());
     assert_eq!(
         decompress_with(&packed, 1000, 1).unwrap_err().to_string(),
-        format!("karoo: chunk declares {} decoded bytes, more than the 1000 expected", data.len())
+        format!(
+            "karoo: chunk declares {} decoded bytes, more than the 1000 expected",
+            data.len()
+        )
     );
 }
 

@@ -1,0 +1,300 @@
+//! The cd_values contract: what the user sets, what `set_local` appends, and how a full
+//! array becomes codec parameters. Pure Rust, no HDF5 calls, so it is unit-tested and
+//! fuzzed on its own.
+//!
+//! | index | set by | meaning |
+//! |---|---|---|
+//! | 0 | user | mode: 0 fast (default), 1 archive (not implemented yet) |
+//! | 1 | user | predictor: 0 default, 1 previous sample |
+//! | 2 | user | threads: 0 all cores (default), at most 1024 |
+//! | 3 | user | time axis (default 0) |
+//! | 4 | user | lag in elements between successive samples of a series; 0 derives it |
+//! | 5 | set_local | cd_values layout version (1) |
+//! | 6 | set_local | element size in bytes |
+//! | 7 | set_local | element class: 0 other, 1 integer, 2 float |
+//! | 8 | set_local | word size coded (1, 2, 4 or 8 bytes) |
+//! | 9 | set_local | words per element (2 for complex numbers) |
+//! | 10 | set_local | chunk rank `r` |
+//! | 11..11+r | set_local | chunk dimensions, slowest first |
+
+use karoo::{Mode, Params, Predictor, MAX_THREADS};
+
+/// Number of user-settable cd_values.
+pub const USER_VALUES: usize = 5;
+/// Version of the layout `set_local` writes at index 5.
+pub const LAYOUT_VERSION: u32 = 1;
+const FIXED_VALUES: usize = 11;
+/// Largest chunk rank HDF5 allows.
+pub const MAX_CHUNK_RANK: usize = 32;
+
+/// The user's choices (cd_values 0 to 4), validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserOptions {
+    /// Compression mode.
+    pub mode: Mode,
+    /// Predictor.
+    pub predictor: Predictor,
+    /// Worker threads (0 = all cores).
+    pub threads: usize,
+    /// Time axis of the dataset.
+    pub time_axis: usize,
+    /// Lag in elements (0 = derived).
+    pub lag: usize,
+    /// The raw values, as given (missing ones zero).
+    pub raw: [u32; USER_VALUES],
+}
+
+/// How the dataset's elements are split into words, as `set_local` found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementLayout {
+    /// Element size in bytes.
+    pub element_size: u32,
+    /// Element class code (0 other, 1 integer, 2 float).
+    pub class: u32,
+    /// Word size coded.
+    pub word_size: u32,
+    /// Words per element.
+    pub components: u32,
+}
+
+/// A complete filter configuration, as stored in the dataset's filter pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterConfig {
+    /// The user's choices.
+    pub user: UserOptions,
+    /// Element layout.
+    pub element: ElementLayout,
+    /// Chunk dimensions in elements.
+    pub chunk: Vec<u64>,
+}
+
+impl UserOptions {
+    /// Parses the user part of `values` (missing entries are 0 = default).
+    pub fn parse(values: &[u32]) -> Result<UserOptions, String> {
+        let mut raw = [0u32; USER_VALUES];
+        for (dst, &src) in raw.iter_mut().zip(values) {
+            *dst = src;
+        }
+        let mode = match raw[0] {
+            0 => Mode::Fast,
+            1 => {
+                return Err(
+                    "archive mode (cd_values[0] = 1) is not implemented yet; use 0 (fast)".into(),
+                )
+            }
+            m => return Err(format!("unknown mode {m} in cd_values[0] (0 = fast)")),
+        };
+        debug_assert_eq!(Mode::from_id(raw[0]), Some(mode));
+        let predictor = Predictor::from_id(raw[1]).ok_or_else(|| {
+            format!(
+                "unknown predictor {} in cd_values[1] (0 = default, 1 = previous)",
+                raw[1]
+            )
+        })?;
+        let threads = raw[2] as usize;
+        if threads > MAX_THREADS {
+            return Err(format!(
+                "{threads} threads in cd_values[2]; at most {MAX_THREADS} allowed (0 = all cores)"
+            ));
+        }
+        Ok(UserOptions {
+            mode,
+            predictor,
+            threads,
+            time_axis: raw[3] as usize,
+            lag: raw[4] as usize,
+            raw,
+        })
+    }
+
+    /// Checks the time axis and lag against a chunk of `dims` elements.
+    pub fn check_chunk(&self, dims: &[u64]) -> Result<(), String> {
+        if self.time_axis >= dims.len() {
+            return Err(format!(
+                "time axis {} in cd_values[3] is out of range for a rank-{} dataset",
+                self.time_axis,
+                dims.len()
+            ));
+        }
+        let plane: u64 = dims[self.time_axis..].iter().product();
+        if self.lag as u64 > plane {
+            return Err(format!(
+                "lag {} in cd_values[4] exceeds the {plane} elements of one chunk along the time axis",
+                self.lag
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl FilterConfig {
+    /// The full cd_values array `set_local` stores.
+    pub fn to_values(&self) -> Vec<u32> {
+        let e = &self.element;
+        let mut v = self.user.raw.to_vec();
+        v.extend_from_slice(&[
+            LAYOUT_VERSION,
+            e.element_size,
+            e.class,
+            e.word_size,
+            e.components,
+            self.chunk.len() as u32,
+        ]);
+        v.extend(self.chunk.iter().map(|&d| d as u32));
+        v
+    }
+
+    /// Parses a full cd_values array as stored by `set_local`.
+    pub fn from_values(values: &[u32]) -> Result<FilterConfig, String> {
+        let user = UserOptions::parse(values)?;
+        if values.len() < FIXED_VALUES {
+            return Err(format!(
+                "{} cd_values, expected at least {FIXED_VALUES} (was set_local skipped?)",
+                values.len()
+            ));
+        }
+        if values[5] != LAYOUT_VERSION {
+            return Err(format!("unknown cd_values layout version {}", values[5]));
+        }
+        let element = ElementLayout {
+            element_size: values[6],
+            class: values[7],
+            word_size: values[8],
+            components: values[9],
+        };
+        if !matches!(element.word_size, 1 | 2 | 4 | 8)
+            || element.components == 0
+            || element.word_size.checked_mul(element.components) != Some(element.element_size)
+        {
+            return Err(format!(
+                "inconsistent element layout in cd_values[6..10]: {} bytes as {} words of {} bytes",
+                element.element_size, element.components, element.word_size
+            ));
+        }
+        let rank = values[10] as usize;
+        if rank == 0 || rank > MAX_CHUNK_RANK || values.len() != FIXED_VALUES + rank {
+            return Err(format!(
+                "chunk rank {rank} does not match the {} cd_values",
+                values.len()
+            ));
+        }
+        let chunk: Vec<u64> = values[FIXED_VALUES..]
+            .iter()
+            .map(|&d| u64::from(d))
+            .collect();
+        user.check_chunk(&chunk)?;
+        Ok(FilterConfig {
+            user,
+            element,
+            chunk,
+        })
+    }
+
+    /// Bytes in one full chunk, or `None` if it overflows.
+    pub fn chunk_bytes(&self) -> Option<u64> {
+        self.chunk
+            .iter()
+            .try_fold(u64::from(self.element.element_size), |acc, &d| {
+                acc.checked_mul(d)
+            })
+    }
+
+    /// Codec parameters for a chunk buffer of `nbytes` bytes. A buffer of unexpected size
+    /// (another filter before karoo changed it) is coded as a flat series of words.
+    pub fn params(&self, nbytes: usize) -> Params {
+        let e = &self.element;
+        let word = e.word_size as usize;
+        let mut params = Params {
+            threads: self.user.threads,
+            predictor: self.user.predictor,
+            mode: self.user.mode,
+            ..Params::new(word, &[])
+        };
+        if self.chunk_bytes() == Some(nbytes as u64) {
+            params.shape = self.chunk.iter().map(|&d| d as usize).collect();
+            params.shape.push(e.components as usize);
+            params.time_axis = self.user.time_axis;
+            params.lag = self.user.lag * e.components as usize;
+        } else if nbytes % word != 0 {
+            params.word_size = 1;
+        }
+        params
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn complex64_config() -> FilterConfig {
+        FilterConfig {
+            user: UserOptions::parse(&[0, 0, 2, 1, 3]).unwrap(),
+            element: ElementLayout {
+                element_size: 8,
+                class: 2,
+                word_size: 4,
+                components: 2,
+            },
+            chunk: vec![4, 10, 5],
+        }
+    }
+
+    #[test]
+    fn full_values_round_trip() {
+        let config = complex64_config();
+        let values = config.to_values();
+        assert_eq!(values, vec![0, 0, 2, 1, 3, 1, 8, 2, 4, 2, 3, 4, 10, 5]);
+        assert_eq!(FilterConfig::from_values(&values).unwrap(), config);
+    }
+
+    #[test]
+    fn params_split_complex_into_components_and_scale_lag() {
+        let p = complex64_config().params(4 * 10 * 5 * 8);
+        assert_eq!(
+            (p.word_size, p.shape.clone(), p.time_axis, p.lag),
+            (4, vec![4, 10, 5, 2], 1, 6)
+        );
+        let flat = complex64_config().params(13);
+        assert_eq!((flat.word_size, flat.shape.len()), (1, 0));
+    }
+
+    #[test]
+    fn user_errors_are_explicit() {
+        assert_eq!(
+            UserOptions::parse(&[1]).unwrap_err(),
+            "archive mode (cd_values[0] = 1) is not implemented yet; use 0 (fast)"
+        );
+        assert_eq!(
+            UserOptions::parse(&[7]).unwrap_err(),
+            "unknown mode 7 in cd_values[0] (0 = fast)"
+        );
+        assert_eq!(
+            UserOptions::parse(&[0, 99]).unwrap_err(),
+            "unknown predictor 99 in cd_values[1] (0 = default, 1 = previous)"
+        );
+        assert_eq!(
+            UserOptions::parse(&[0, 0, 1_000_000_000]).unwrap_err(),
+            "1000000000 threads in cd_values[2]; at most 1024 allowed (0 = all cores)"
+        );
+        let user = UserOptions::parse(&[0, 0, 0, 2, 0]).unwrap();
+        assert_eq!(
+            user.check_chunk(&[4, 4]).unwrap_err(),
+            "time axis 2 in cd_values[3] is out of range for a rank-2 dataset"
+        );
+        let user = UserOptions::parse(&[0, 0, 0, 0, 17]).unwrap();
+        assert_eq!(
+            user.check_chunk(&[4, 4]).unwrap_err(),
+            "lag 17 in cd_values[4] exceeds the 16 elements of one chunk along the time axis"
+        );
+    }
+
+    #[test]
+    fn truncated_or_inconsistent_values_are_rejected() {
+        let values = complex64_config().to_values();
+        assert!(FilterConfig::from_values(&values[..10]).is_err());
+        assert!(FilterConfig::from_values(&values[..13]).is_err());
+        let mut bad = values.clone();
+        bad[8] = 3;
+        assert!(FilterConfig::from_values(&bad).is_err());
+    }
+}

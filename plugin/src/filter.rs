@@ -1,0 +1,175 @@
+//! The three HDF5 filter callbacks. Each one catches every error and panic, pushes a
+//! message onto the HDF5 error stack and returns HDF5's failure value: nothing here
+//! may unwind into C or abort the host process.
+
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::cd_values::{ElementLayout, FilterConfig, UserOptions};
+use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_REVERSE};
+use crate::hdf5::{hdf5, Minor};
+use crate::FILTER_ID;
+
+/// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
+fn guarded<T>(
+    function: &str,
+    minor: Minor,
+    failure: T,
+    body: impl FnOnce() -> Result<T, String>,
+) -> T {
+    let message = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => return value,
+        Ok(Err(message)) => message,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            format!("internal error: {what}")
+        }
+    };
+    let message = if message.starts_with("karoo") {
+        message
+    } else {
+        format!("karoo: {message}")
+    };
+    // Pushing the error must not unwind either.
+    let _ = catch_unwind(|| hdf5().push_error(minor, function, &message));
+    failure
+}
+
+/// `can_apply`: accepts the dataset if the user's cd_values and the chunk fit together.
+///
+/// # Safety
+/// Called by HDF5 with valid property list and datatype ids.
+pub unsafe extern "C" fn can_apply(dcpl: Hid, type_id: Hid, _space: Hid) -> Htri {
+    guarded("karoo_can_apply", Minor::CanApply, -1, || {
+        let api = hdf5();
+        let (_, values) = api.filter_values(dcpl, FILTER_ID)?;
+        let user = UserOptions::parse(&values)?;
+        user.check_chunk(&api.chunk_dims(dcpl)?)?;
+        element_layout(type_id)?;
+        Ok(1)
+    })
+}
+
+/// `set_local`: appends the element layout and chunk shape to the user's cd_values.
+///
+/// # Safety
+/// Called by HDF5 with valid property list and datatype ids.
+pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr {
+    guarded("karoo_set_local", Minor::SetLocal, -1, || {
+        let api = hdf5();
+        let (flags, values) = api.filter_values(dcpl, FILTER_ID)?;
+        let user = UserOptions::parse(&values)?;
+        let chunk = api.chunk_dims(dcpl)?;
+        user.check_chunk(&chunk)?;
+        if chunk.iter().any(|&d| d > u64::from(u32::MAX)) {
+            return Err("chunk dimension does not fit in 32 bits".into());
+        }
+        let config = FilterConfig {
+            user,
+            element: element_layout(type_id)?,
+            chunk,
+        };
+        api.set_filter_values(dcpl, FILTER_ID, flags, &config.to_values())?;
+        Ok(0)
+    })
+}
+
+/// The filter: compresses (or, with `H5Z_FLAG_REVERSE`, decompresses) the chunk in `*buf`.
+///
+/// # Safety
+/// Called by HDF5 with `cd_values` pointing at `cd_nelmts` values and `*buf` at a buffer
+/// of `*buf_size` bytes whose first `nbytes` are the chunk, allocated by HDF5.
+pub unsafe extern "C" fn filter(
+    flags: c_uint,
+    cd_nelmts: usize,
+    cd_values: *const c_uint,
+    nbytes: usize,
+    buf_size: *mut usize,
+    buf: *mut *mut c_void,
+) -> usize {
+    guarded("karoo_filter", Minor::Callback, 0, || {
+        if buf.is_null() || buf_size.is_null() || (*buf).is_null() || nbytes > *buf_size {
+            return Err("invalid buffer handed to the filter".into());
+        }
+        let values: &[u32] = if cd_values.is_null() || cd_nelmts == 0 {
+            &[]
+        } else {
+            // SAFETY: HDF5 passes `cd_nelmts` valid values.
+            std::slice::from_raw_parts(cd_values, cd_nelmts)
+        };
+        // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised bytes.
+        let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
+        let config = FilterConfig::from_values(values);
+        let output = if flags & H5Z_FLAG_REVERSE != 0 {
+            // Decoding relies on the chunk's own header; cd_values only cap the size.
+            let limit = config
+                .as_ref()
+                .ok()
+                .and_then(FilterConfig::chunk_bytes)
+                .unwrap_or(u64::MAX);
+            let threads = config.as_ref().map_or(0, |c| c.user.threads);
+            karoo::decompress_with(input, limit, threads).map_err(|e| e.to_string())?
+        } else {
+            let config = config.map_err(|e| format!("cannot compress: {e}"))?;
+            karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?
+        };
+        let api = hdf5();
+        let new_buf = api.allocate_copy(&output)?;
+        api.free(*buf);
+        *buf = new_buf;
+        *buf_size = output.len().max(1);
+        Ok(output.len())
+    })
+}
+
+/// Karoo's word layout for elements of datatype `type_id`.
+fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
+    let api = hdf5();
+    let (class, size) = api.type_class_size(type_id)?;
+    let element_size = u32::try_from(size).map_err(|_| format!("element size {size} too large"))?;
+    let code = |class: c_int| match class {
+        type_class::INTEGER | type_class::ENUM | type_class::BITFIELD => 1,
+        type_class::FLOAT => 2,
+        _ => 0,
+    };
+    let word_sized = |s: usize| matches!(s, 2 | 4 | 8);
+    let (word, class) = match class {
+        type_class::INTEGER | type_class::FLOAT | type_class::ENUM | type_class::BITFIELD
+            if matches!(size, 1 | 2 | 4 | 8) =>
+        {
+            (size, code(class))
+        }
+        type_class::COMPOUND => {
+            let members = api.compound_members(type_id)?;
+            match members.first() {
+                Some(&(first_class, s, _))
+                    if code(first_class) != 0
+                        && word_sized(s)
+                        && members.len() * s == size
+                        && members.iter().enumerate().all(|(i, &(c, ms, at))| {
+                            code(c) == code(first_class) && ms == s && at == i * s
+                        }) =>
+                {
+                    (s, code(first_class))
+                }
+                _ => (1, 0),
+            }
+        }
+        type_class::ARRAY => match api.array_base(type_id)? {
+            (base, s) if code(base) != 0 && word_sized(s) && size % s == 0 => (s, code(base)),
+            _ => (1, 0),
+        },
+        _ => (1, 0),
+    };
+    Ok(ElementLayout {
+        element_size,
+        class,
+        word_size: word as u32,
+        components: (size / word) as u32,
+    })
+}
