@@ -67,7 +67,7 @@ impl Geometry {
     pub fn from_shape(shape: &[usize], time_axis: usize, lag: usize) -> Result<Geometry> {
         let planes = checked_product(&shape[..time_axis])?;
         let words = checked_product(shape)?;
-        let plane_len = if planes == 0 { 0 } else { words / planes };
+        let plane_len = words.checked_div(planes).unwrap_or(0);
         let lag = if lag == 0 {
             checked_product(&shape[time_axis + 1..])?.max(1)
         } else {

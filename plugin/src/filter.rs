@@ -35,8 +35,14 @@ fn guarded<T>(
     } else {
         format!("karoo: {message}")
     };
-    // Pushing the error must not unwind either.
-    let _ = catch_unwind(|| hdf5().push_error(minor, function, &message));
+    // Reporting the error must not unwind either.
+    let _ = catch_unwind(|| {
+        let api = hdf5();
+        api.push_error(minor, function, &message);
+        if matches!(minor, Minor::Callback) && !api.filter_errors_reach_caller() {
+            eprintln!("{message}");
+        }
+    });
     failure
 }
 

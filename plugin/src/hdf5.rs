@@ -41,6 +41,7 @@ type TypeIdFn = unsafe extern "C" fn(Hid) -> Hid;
 type MemberIdFn = unsafe extern "C" fn(Hid, c_uint) -> Hid;
 type MemberSizeFn = unsafe extern "C" fn(Hid, c_uint) -> usize;
 type CloseFn = unsafe extern "C" fn(Hid) -> Herr;
+type VersionFn = unsafe extern "C" fn(*mut c_uint, *mut c_uint, *mut c_uint) -> Herr;
 type AllocateFn = unsafe extern "C" fn(usize, bool) -> *mut c_void;
 type FreeFn = unsafe extern "C" fn(*mut c_void) -> Herr;
 
@@ -57,6 +58,7 @@ pub enum Minor {
 
 /// The resolved HDF5 entry points.
 pub struct Hdf5 {
+    version: Option<(u32, u32, u32)>,
     epush: Option<EpushFn>,
     err_class: Option<*const Hid>,
     major_pline: Option<*const Hid>,
@@ -176,7 +178,15 @@ fn find_library() -> Library {
 impl Hdf5 {
     fn resolve() -> Hdf5 {
         let lib = find_library();
+        let get_version = function!(lib, "H5get_libversion", VersionFn);
+        let version = get_version.and_then(|get| {
+            let (mut major, mut minor, mut release) = (0, 0, 0);
+            // SAFETY: the three out-pointers refer to live locals.
+            let status = unsafe { get(&mut major, &mut minor, &mut release) };
+            (status >= 0).then_some((major, minor, release))
+        });
         Hdf5 {
+            version,
             epush: function!(lib, "H5Epush2", EpushFn),
             err_class: global(&lib, "H5E_ERR_CLS_g"),
             major_pline: global(&lib, "H5E_PLINE_g"),
@@ -196,6 +206,13 @@ impl Hdf5 {
             allocate: function!(lib, "H5allocate_memory", AllocateFn),
             free: function!(lib, "H5free_memory", FreeFn),
         }
+    }
+
+    /// True when errors a filter callback pushes reach the caller. HDF5 2.0 runs filter
+    /// callbacks between `H5E_user_cb_prepare` and `H5E_user_cb_restore`, which put the
+    /// caller's error stack back and so discard anything the callback pushed.
+    pub fn filter_errors_reach_caller(&self) -> bool {
+        self.version.is_some_and(|v| v < (2, 0, 0))
     }
 
     /// Pushes `message` onto the thread's HDF5 error stack (falls back to stderr when

@@ -1,0 +1,193 @@
+"""The karoo plugin through h5py's bundled HDF5 (2.0): round trips, layout, errors."""
+
+import numpy as np
+import pytest
+
+from conftest import KAROO, h5py, same_bits, special_floats
+
+
+def write_read(path, data, chunks, opts=None, **kw):
+    """Writes `data` compressed with karoo, reopens the file and returns what it reads."""
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=data, chunks=chunks, compression=KAROO, compression_opts=opts, **kw)
+    with h5py.File(path, "r") as f:
+        return f["d"][...]
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "c8", "c16"])
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_float_and_complex_round_trip_every_rank_with_edge_chunks(h5file, dtype, rank):
+    shape = (37, 5, 4, 3, 2)[:rank]
+    chunks = (16, 3, 3, 2, 2)[:rank]
+    data = special_floats(dtype, shape, seed=rank)
+    assert same_bits(write_read(h5file, data, chunks), data)
+
+
+@pytest.mark.parametrize("dtype", ["i2", "i4", "i8", "u1", "u2", "u8"])
+def test_integers_round_trip(h5file, dtype):
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    data = rng.integers(info.min, info.max, size=(50, 33), dtype=dtype, endpoint=True)
+    data[::2] = data[0]  # some repetition along time
+    assert same_bits(write_read(h5file, data, (20, 16)), data)
+
+
+def test_integer_pair_compound_uses_word_path_and_round_trips(h5file):
+    pair = np.dtype([("r", "<i4"), ("i", "<i4")])
+    data = np.zeros((40, 64), dtype=pair)
+    data["r"] = np.arange(64) * 1000 + np.arange(40)[:, None]
+    data["i"] = -data["r"] // 3
+    assert same_bits(write_read(h5file, data, (40, 64)), data)
+    with h5py.File(h5file, "r") as f:
+        values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[1]
+    assert values == (0, 0, 0, 0, 0, 1, 8, 1, 4, 2, 2, 40, 64)
+
+
+def test_odd_sized_elements_take_the_byte_path(h5file):
+    odd = np.dtype([("a", "<f4"), ("b", "<i2"), ("c", "u1")])
+    data = np.zeros((30, 7), dtype=odd)
+    data["a"] = np.linspace(0, 1, 210).reshape(30, 7)
+    data["b"] = np.arange(210).reshape(30, 7)
+    data["c"] = 7
+    assert same_bits(write_read(h5file, data, (8, 7)), data)
+    with h5py.File(h5file, "r") as f:
+        values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[1]
+    assert values[5:11] == (1, 7, 0, 1, 7, 2)
+
+
+def test_set_local_records_layout_and_chunk(h5file):
+    data = special_floats("c8", (20, 6, 4))
+    write_read(h5file, data, (10, 6, 4), opts=(0, 1, 2, 0, 0))
+    with h5py.File(h5file, "r") as f:
+        flags, values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[:2]
+    assert values == (0, 1, 2, 0, 0, 1, 8, 2, 4, 2, 3, 10, 6, 4)
+
+
+def test_smooth_data_compresses(h5file):
+    data = special_floats("f4", (256, 64, 8))
+    assert same_bits(write_read(h5file, data, (64, 64, 8)), data)
+    with h5py.File(h5file, "r") as f:
+        stored = f["d"].id.get_storage_size()
+    assert stored < 0.9 * data.nbytes
+
+
+def test_append_one_dump_at_a_time(h5file):
+    """How an archive writer works: resize along time, write each new dump."""
+    dumps = special_floats("c8", (45, 16, 4))
+    with h5py.File(h5file, "w") as f:
+        d = f.create_dataset("vis", shape=(0, 16, 4), maxshape=(None, 16, 4), dtype="c8",
+                             chunks=(8, 16, 4), compression=KAROO)
+        for t, dump in enumerate(dumps):
+            d.resize(t + 1, axis=0)
+            d[t] = dump
+    with h5py.File(h5file, "r") as f:
+        assert same_bits(f["vis"][...], dumps)
+
+
+def test_unwritten_chunks_read_as_fill_value(h5file):
+    with h5py.File(h5file, "w") as f:
+        d = f.create_dataset("d", shape=(100, 10), dtype="f4", chunks=(10, 10), compression=KAROO, fillvalue=-7.5)
+        d[30:40] = np.arange(100, dtype="f4").reshape(10, 10)
+    with h5py.File(h5file, "r") as f:
+        out = f["d"][...]
+        assert f["d"].id.get_num_chunks() == 1
+    expected = np.full((100, 10), -7.5, dtype="f4")
+    expected[30:40] = np.arange(100, dtype="f4").reshape(10, 10)
+    assert same_bits(out, expected)
+
+
+def chunk_bytes(path):
+    """The stored bytes of every chunk of dataset `d`, in chunk order."""
+    with h5py.File(path, "r") as f:
+        d = f["d"]
+        return [d.id.read_direct_chunk(d.id.get_chunk_info(i).chunk_offset)[1]
+                for i in range(d.id.get_num_chunks())]
+
+
+def test_thread_count_never_changes_the_file(tmp_path):
+    data = special_floats("f4", (64, 300, 40))
+    paths = []
+    for threads in (1, 2, 8):
+        path = tmp_path / f"t{threads}.h5"
+        write_read(path, data, (64, 300, 40), opts=(0, 0, threads))
+        paths.append(path)
+    files = [p.read_bytes() for p in paths]
+    # Only cd_values[2] (the thread count) differs between the files.
+    assert [chunk_bytes(p) for p in paths[1:]] == [chunk_bytes(paths[0])] * 2
+    assert len({len(b) for b in files}) == 1
+    differing = sum(a != b for a, b in zip(files[0], files[1]))
+    assert differing <= 2
+
+
+def test_time_axis_and_explicit_lag(tmp_path):
+    # Time along axis 1.
+    data = special_floats("f4", (120, 6, 5)).transpose(1, 0, 2).copy()
+    assert same_bits(write_read(tmp_path / "a.h5", data, (3, 60, 5), opts=(0, 0, 0, 1)), data)
+    # Time-major baseline-time axis: 9 baselines interleaved, lag of 9 rows.
+    series = special_floats("c8", (40, 9, 32))
+    blt = series.reshape(360, 32)
+    out = write_read(tmp_path / "b.h5", blt, (360, 32), opts=(0, 0, 0, 0, 9 * 32))
+    assert same_bits(out, blt)
+    default = write_read(tmp_path / "c.h5", blt, (360, 32))
+    assert same_bits(default, blt)
+    with h5py.File(tmp_path / "b.h5") as fb, h5py.File(tmp_path / "c.h5") as fc:
+        assert fb["d"].id.get_storage_size() < fc["d"].id.get_storage_size()
+
+
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        ((1,), "karoo: archive mode (cd_values[0] = 1) is not implemented yet"),
+        ((5,), "karoo: unknown mode 5 in cd_values[0]"),
+        ((0, 42), "karoo: unknown predictor 42 in cd_values[1]"),
+        ((0, 0, 10**9), "karoo: 1000000000 threads in cd_values[2]; at most 1024 allowed"),
+        ((0, 0, 0, 3), "karoo: time axis 3 in cd_values[3] is out of range for a rank-2 dataset"),
+        ((0, 0, 0, 0, 1000), "karoo: lag 1000 in cd_values[4] exceeds the 200 elements"),
+    ],
+)
+def test_bad_cd_values_fail_at_creation_with_a_clear_message(h5file, opts, message):
+    with h5py.File(h5file, "w") as f:
+        with pytest.raises((ValueError, OSError)) as err:
+            f.create_dataset("d", shape=(40, 10), dtype="f4", chunks=(20, 10), compression=KAROO,
+                             compression_opts=opts)
+        assert message in str(err.value)
+        assert "d" not in f
+
+
+def test_corrupted_chunk_raises_oserror_and_process_survives(h5file, capfd):
+    """HDF5 2.0 drops errors pushed inside filter callbacks, so the reason goes to stderr."""
+    data = special_floats("f4", (64, 128))
+    with h5py.File(h5file, "w") as f:
+        f.create_dataset("d", data=data, chunks=(32, 128), compression=KAROO)
+        f.create_dataset("ok", data=data, chunks=(32, 128), compression=KAROO)
+    with h5py.File(h5file, "r+") as f:
+        d = f["d"]
+        _, chunk = d.id.read_direct_chunk((32, 0))
+        bad = bytearray(chunk)
+        bad[len(bad) // 2] ^= 0x10
+        d.id.write_direct_chunk((32, 0), bytes(bad))
+        _, chunk = d.id.read_direct_chunk((0, 0))
+        d.id.write_direct_chunk((0, 0), chunk[: len(chunk) // 3])
+    with h5py.File(h5file, "r") as f:
+        with pytest.raises(OSError, match="filter returned failure during read"):
+            f["d"][32:]
+        assert "karoo: corrupt chunk: checksum mismatch" in reported(capfd)
+        with pytest.raises(OSError, match="filter returned failure during read"):
+            f["d"][:32]
+        assert "karoo: corrupt chunk: truncated" in reported(capfd)
+        assert same_bits(f["ok"][...], data)
+
+
+def reported(capfd):
+    """The karoo message for the last failed read: in the exception on HDF5 < 2, else stderr."""
+    return capfd.readouterr().err
+
+
+def test_garbage_chunk_is_not_a_karoo_chunk(h5file, capfd):
+    with h5py.File(h5file, "w") as f:
+        d = f.create_dataset("d", shape=(8, 8), dtype="f4", chunks=(8, 8), compression=KAROO)
+        d.id.write_direct_chunk((0, 0), b"this is not compressed data at all")
+    with h5py.File(h5file, "r") as f:
+        with pytest.raises(OSError):
+            f["d"][...]
+        assert "karoo: not a karoo chunk (bad magic bytes)" in reported(capfd)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# All tests: set up (first run only), lint, the Rust tests (codec, plugin, Debian HDF5
+# 1.10 via hdf5-sys), then the tests through h5py (HDF5 2.0) and the HDF5 1.10 tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+echo "== cargo fmt / clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== cargo test"
+cargo test --workspace --release -q
+echo "== readelf: no link-time libhdf5"
+if readelf -d target/release/libh5karoo.so | grep -i 'NEEDED.*hdf5'; then
+  echo "libh5karoo.so must not link libhdf5" >&2
+  exit 1
+fi
+echo "== pytest (h5py + HDF5 tools)"
+HDF5_PLUGIN_PATH="$PWD/target/release" .venv/bin/python -m pytest -q h5tests/python "$@"
+echo "== demo (small)"
+.venv/bin/python scripts/demo.py --ntime 16 --nchan 512 --repeats 1 >/dev/null
+echo "all tests passed"
