@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
-use crate::packer::{self, TileLayout};
+use crate::packer::{self, RowSegments, StridedRows, TileRows};
 use crate::params::Params;
 use crate::pool::run_with_threads;
 
@@ -73,42 +73,92 @@ pub fn decompress(input: &[u8]) -> Result<Vec<u8>> {
 /// on `threads` workers (0 = all cores). Every length and offset is validated before
 /// use; the decoded bytes are checked against the header's checksum.
 pub fn decompress_with(input: &[u8], limit: u64, threads: usize) -> Result<Vec<u8>> {
-    let (header, header_len) = Header::parse(input, limit)?;
-    let payload = &input[header_len..];
-    let out = if header.is_stored() {
-        if payload.len() as u64 != header.decoded_size {
-            return Err(Error::Truncated(format!(
-                "stored payload of {} bytes, header declares {}",
-                payload.len(),
-                header.decoded_size
-            )));
-        }
-        payload.to_vec()
-    } else {
-        let geometry = header.geometry()?;
-        let tiles = geometry.tiles();
-        let slices = split_payloads(payload, &header.tile_sizes)?;
-        check_tile_sizes(&geometry, &tiles, &slices, header.word_size as usize)?;
-        let mut out = vec![0u8; header.decoded_size as usize];
-        run_with_threads(threads, || {
-            decode_tiles(
-                &geometry,
-                &tiles,
-                &slices,
-                header.word_size as usize,
-                &mut out,
-            )
-        })?;
-        out
-    };
-    let actual = format::data_checksum(&out);
+    let mut out = vec![0u8; decoded_len(input, limit)?];
+    decompress_into(input, &mut out, threads)?;
+    Ok(out)
+}
+
+/// The decoded size a chunk declares, after validating its header and tile table; an
+/// error if it exceeds `limit`. Lets a caller allocate the buffer for [`decompress_into`].
+pub fn decoded_len(input: &[u8], limit: u64) -> Result<usize> {
+    Chunk::parse(input, limit).map(|chunk| chunk.header.decoded_size as usize)
+}
+
+/// Decompresses a chunk into `out`, which must be exactly [`decoded_len`] bytes long.
+/// On error, `out` holds unspecified bytes.
+pub fn decompress_into(input: &[u8], out: &mut [u8], threads: usize) -> Result<()> {
+    let chunk = Chunk::parse(input, out.len() as u64)?;
+    let header = &chunk.header;
+    if header.decoded_size != out.len() as u64 {
+        return Err(Error::InvalidParams(format!(
+            "output buffer of {} bytes for a chunk of {} bytes",
+            out.len(),
+            header.decoded_size
+        )));
+    }
+    match &chunk.body {
+        Body::Stored(payload) => out.copy_from_slice(payload),
+        Body::Tiled {
+            geometry,
+            tiles,
+            payloads,
+        } => run_with_threads(threads, || {
+            decode_tiles(geometry, tiles, payloads, header.word_size as usize, out)
+        })?,
+    }
+    let actual = format::data_checksum(out);
     if actual != header.checksum {
         return Err(Error::ChecksumMismatch {
             stored: header.checksum,
             actual,
         });
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A chunk whose header, tile table and tile sizes have been validated.
+struct Chunk<'a> {
+    header: Header,
+    body: Body<'a>,
+}
+
+enum Body<'a> {
+    Stored(&'a [u8]),
+    Tiled {
+        geometry: Geometry,
+        tiles: Vec<Tile>,
+        payloads: Vec<&'a [u8]>,
+    },
+}
+
+impl<'a> Chunk<'a> {
+    /// Validates everything that can be checked before decoding: afterwards the decoded
+    /// size is bounded by a fixed multiple of the input size, so allocating it is safe.
+    fn parse(input: &'a [u8], limit: u64) -> Result<Chunk<'a>> {
+        let (header, header_len) = Header::parse(input, limit)?;
+        let payload = &input[header_len..];
+        let body = if header.is_stored() {
+            if payload.len() as u64 != header.decoded_size {
+                return Err(Error::Truncated(format!(
+                    "stored payload of {} bytes, header declares {}",
+                    payload.len(),
+                    header.decoded_size
+                )));
+            }
+            Body::Stored(payload)
+        } else {
+            let geometry = header.geometry()?;
+            let tiles = geometry.tiles();
+            let payloads = split_payloads(payload, &header.tile_sizes)?;
+            check_tile_sizes(&geometry, &tiles, &payloads, header.word_size as usize)?;
+            Body::Tiled {
+                geometry,
+                tiles,
+                payloads,
+            }
+        };
+        Ok(Chunk { header, body })
+    }
 }
 
 fn encode_tile(word_size: usize, data: &[u8], g: &Geometry, tile: &Tile) -> Vec<u8> {
@@ -125,14 +175,13 @@ fn decode_tile(
     payload: &[u8],
     g: &Geometry,
     (index, tile): (usize, &Tile),
-    dst: &mut [u8],
-    layout: TileLayout,
+    rows: &mut impl TileRows,
 ) -> Result<()> {
     match word_size {
-        1 => packer::decode_tile::<u8>(payload, g, tile, index, dst, layout),
-        2 => packer::decode_tile::<u16>(payload, g, tile, index, dst, layout),
-        4 => packer::decode_tile::<u32>(payload, g, tile, index, dst, layout),
-        _ => packer::decode_tile::<u64>(payload, g, tile, index, dst, layout),
+        1 => packer::decode_tile::<u8>(payload, g, tile, index, rows),
+        2 => packer::decode_tile::<u16>(payload, g, tile, index, rows),
+        4 => packer::decode_tile::<u32>(payload, g, tile, index, rows),
+        _ => packer::decode_tile::<u64>(payload, g, tile, index, rows),
     }
 }
 
@@ -187,10 +236,7 @@ fn decode_tiles(
     out: &mut [u8],
 ) -> Result<()> {
     if g.tiles_are_contiguous() {
-        let layout = TileLayout {
-            row_stride: g.lag,
-            plane_stride: g.plane_len,
-        };
+        // Tiles span whole rows: each is one contiguous region of the output.
         let mut rest = &mut *out;
         let mut regions = Vec::with_capacity(tiles.len());
         for tile in tiles {
@@ -202,43 +248,37 @@ fn decode_tiles(
             .into_par_iter()
             .zip(tiles.par_iter().enumerate())
             .zip(slices.par_iter())
-            .try_for_each(|((dst, tile), payload)| decode_tile(w, payload, g, tile, dst, layout));
+            .try_for_each(|((buf, tile), payload)| {
+                let mut rows = StridedRows {
+                    buf,
+                    row_stride: g.lag * w,
+                    plane_stride: g.plane_len * w,
+                };
+                decode_tile(w, payload, g, tile, &mut rows)
+            });
     }
-    // Column-split tiles interleave in memory: decode each into its own buffer, then
-    // copy the rows into place.
-    let buffers: Vec<Vec<u8>> = tiles
-        .par_iter()
-        .enumerate()
-        .zip(slices.par_iter())
-        .map(|(tile, payload)| {
-            let mut buf = vec![0u8; g.tile_words(tile.1) * w];
-            let layout = TileLayout {
-                row_stride: tile.1.col1 - tile.1.col0,
-                plane_stride: 0,
-            };
-            decode_tile(w, payload, g, tile, &mut buf, layout).map(|()| buf)
-        })
-        .collect::<Result<_>>()?;
+    // Column-split tiles (one plane each) interleave in memory: hand each tile the
+    // disjoint pieces of the rows it covers.
+    let mut segments: Vec<RowSegments> = tiles
+        .iter()
+        .map(|_| RowSegments { rows: Vec::new() })
+        .collect();
     let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
     let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
     for (plane, plane_out) in out.chunks_mut(g.plane_len * w).enumerate() {
-        plane_out
-            .par_chunks_mut(g.lag * w)
-            .enumerate()
-            .for_each(|(row, row_out)| {
-                let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
-                for index in first..first + col_tiles {
-                    let tile = &tiles[index];
-                    let width = g.tile_row_width(tile, row);
-                    if width == 0 {
-                        continue;
-                    }
-                    let stride = tile.col1 - tile.col0;
-                    let src = (row - tile.row0) * stride * w;
-                    row_out[tile.col0 * w..(tile.col0 + width) * w]
-                        .copy_from_slice(&buffers[index][src..src + width * w]);
-                }
-            });
+        for (row, row_out) in plane_out.chunks_mut(g.lag * w).enumerate() {
+            let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
+            for (piece, segment) in row_out
+                .chunks_mut(g.tiling.tile_cols * w)
+                .zip(&mut segments[first..])
+            {
+                segment.rows.push(piece);
+            }
+        }
     }
-    Ok(())
+    segments
+        .into_par_iter()
+        .zip(tiles.par_iter().enumerate())
+        .zip(slices.par_iter())
+        .try_for_each(|((mut rows, tile), payload)| decode_tile(w, payload, g, tile, &mut rows))
 }

@@ -23,6 +23,6 @@ pub mod params;
 mod pool;
 mod word;
 
-pub use codec::{compress, decompress, decompress_with};
+pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with};
 pub use error::{Error, Result};
 pub use params::{Mode, Params, Predictor, MAX_THREADS};

@@ -25,13 +25,51 @@ pub fn code_cap(bytes: usize) -> u32 {
     ((1u32 << code_bits(bytes)) - 1).min(bytes as u32)
 }
 
-/// Where a decoded tile's words go: strides in words between rows and between planes.
-#[derive(Debug, Clone, Copy)]
-pub struct TileLayout {
-    /// Words from one row of the tile to the next.
+/// Mutable access to the rows of one tile being decoded, wherever they lie in memory.
+pub trait TileRows {
+    /// The first `len` bytes of the first row of the tile's plane `k`.
+    fn first_row(&mut self, k: usize, len: usize) -> &mut [u8];
+    /// Row `j - 1` and row `j` (both cut to `len` bytes) of the tile's plane `k`.
+    fn row_pair(&mut self, k: usize, j: usize, len: usize) -> (&[u8], &mut [u8]);
+}
+
+/// Tile rows at fixed strides in one buffer (tiles that span whole rows).
+pub struct StridedRows<'a> {
+    /// The buffer, starting at the tile's first byte.
+    pub buf: &'a mut [u8],
+    /// Bytes from one row to the next.
     pub row_stride: usize,
-    /// Words from one plane of the tile to the next.
+    /// Bytes from one plane to the next.
     pub plane_stride: usize,
+}
+
+impl TileRows for StridedRows<'_> {
+    fn first_row(&mut self, k: usize, len: usize) -> &mut [u8] {
+        let at = k * self.plane_stride;
+        &mut self.buf[at..at + len]
+    }
+    fn row_pair(&mut self, k: usize, j: usize, len: usize) -> (&[u8], &mut [u8]) {
+        let cur = k * self.plane_stride + j * self.row_stride;
+        let (before, after) = self.buf.split_at_mut(cur);
+        let prev = cur - self.row_stride;
+        (&before[prev..prev + len], &mut after[..len])
+    }
+}
+
+/// Tile rows as separate disjoint slices (tiles that split rows by columns), one plane.
+pub struct RowSegments<'a> {
+    /// The tile's rows in order.
+    pub rows: Vec<&'a mut [u8]>,
+}
+
+impl TileRows for RowSegments<'_> {
+    fn first_row(&mut self, _k: usize, len: usize) -> &mut [u8] {
+        &mut self.rows[0][..len]
+    }
+    fn row_pair(&mut self, _k: usize, j: usize, len: usize) -> (&[u8], &mut [u8]) {
+        let (before, after) = self.rows.split_at_mut(j);
+        (&before[j - 1][..len], &mut after[0][..len])
+    }
 }
 
 /// Counts of raw words (first rows) and predicted words in a tile.
@@ -83,15 +121,13 @@ pub fn encode_tile<T: Word>(src: &[u8], g: &Geometry, tile: &Tile) -> Vec<u8> {
     out
 }
 
-/// Decodes tile number `index` from `payload` into `dst`, laid out as `layout` says,
-/// starting at the tile's first word.
+/// Decodes tile number `index` from `payload` into `rows`.
 pub fn decode_tile<T: Word>(
     payload: &[u8],
     g: &Geometry,
     tile: &Tile,
     index: usize,
-    dst: &mut [u8],
-    layout: TileLayout,
+    rows: &mut impl TileRows,
 ) -> Result<()> {
     let w = T::BYTES;
     let bits = code_bits(w);
@@ -133,20 +169,15 @@ pub fn decode_tile<T: Word>(
     let mut raw = &payload[..raw_len];
     let mut pos = 0;
     for k in 0..tile.plane1 - tile.plane0 {
-        let base = k * layout.plane_stride;
-        let width = g.tile_row_width(tile, tile.row0);
-        dst[base * w..(base + width) * w].copy_from_slice(&raw[..width * w]);
-        raw = &raw[width * w..];
+        let width = g.tile_row_width(tile, tile.row0) * w;
+        rows.first_row(k, width).copy_from_slice(&raw[..width]);
+        raw = &raw[width..];
         for j in 1..tile.row1 - tile.row0 {
-            let width = g.tile_row_width(tile, tile.row0 + j);
+            let width = g.tile_row_width(tile, tile.row0 + j) * w;
             if width == 0 {
                 break;
             }
-            let cur = base + j * layout.row_stride;
-            let prev = cur - layout.row_stride;
-            let (before, after) = dst.split_at_mut(cur * w);
-            let prev = &before[prev * w..(prev + width) * w];
-            let cur = &mut after[..width * w];
+            let (prev, cur) = rows.row_pair(k, j, width);
             for ((out, p), &code) in cur
                 .chunks_exact_mut(w)
                 .zip(prev.chunks_exact(w))

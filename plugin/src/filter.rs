@@ -111,6 +111,7 @@ pub unsafe extern "C" fn filter(
         // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised bytes.
         let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
         let config = FilterConfig::from_values(values);
+        let api = hdf5();
         let output = if flags & H5Z_FLAG_REVERSE != 0 {
             // Decoding relies on the chunk's own header; cd_values only cap the size.
             let limit = config
@@ -119,17 +120,24 @@ pub unsafe extern "C" fn filter(
                 .and_then(FilterConfig::chunk_bytes)
                 .unwrap_or(u64::MAX);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
-            karoo::decompress_with(input, limit, threads).map_err(|e| e.to_string())?
+            let mut output =
+                api.allocate_zeroed(karoo::decoded_len(input, limit).map_err(|e| e.to_string())?)?;
+            karoo::decompress_into(input, output.as_mut_slice(), threads)
+                .map_err(|e| e.to_string())?;
+            output
         } else {
             let config = config.map_err(|e| format!("cannot compress: {e}"))?;
-            karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?
+            let packed =
+                karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
+            let mut output = api.allocate_zeroed(packed.len())?;
+            output.as_mut_slice().copy_from_slice(&packed);
+            output
         };
-        let api = hdf5();
-        let new_buf = api.allocate_copy(&output)?;
+        let len = output.len();
         api.free(*buf);
-        *buf = new_buf;
-        *buf_size = output.len().max(1);
-        Ok(output.len())
+        *buf = output.into_raw();
+        *buf_size = len.max(1);
+        Ok(len)
     })
 }
 

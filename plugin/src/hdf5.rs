@@ -369,14 +369,15 @@ impl Hdf5 {
         }
     }
 
-    /// Copies `bytes` into a buffer from HDF5's allocator (malloc if unresolved).
-    pub fn allocate_copy(&self, bytes: &[u8]) -> Result<*mut c_void, String> {
-        let size = bytes.len().max(1);
+    /// A zero-filled buffer of `len` bytes from HDF5's allocator (calloc if unresolved),
+    /// which HDF5 can take over as a chunk buffer.
+    pub fn allocate_zeroed(&'static self, len: usize) -> Result<Hdf5Buffer, String> {
+        let size = len.max(1);
         // SAFETY: allocating raw memory; the pointer is checked before use.
         let ptr = unsafe {
             match self.allocate {
-                Some(allocate) => allocate(size, false),
-                None => libc::malloc(size),
+                Some(allocate) => allocate(size, true),
+                None => libc::calloc(size, 1),
             }
         };
         if ptr.is_null() {
@@ -384,9 +385,11 @@ impl Hdf5 {
                 "cannot allocate {size} bytes for the filter output"
             ));
         }
-        // SAFETY: `ptr` points at `size >= bytes.len()` fresh bytes that do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr as *mut u8, bytes.len()) };
-        Ok(ptr)
+        Ok(Hdf5Buffer {
+            api: self,
+            ptr,
+            len,
+        })
     }
 
     /// Frees a buffer HDF5 handed to the filter.
@@ -400,5 +403,38 @@ impl Hdf5 {
                 None => libc::free(ptr),
             }
         }
+    }
+}
+
+/// A buffer from HDF5's allocator, freed on drop unless handed over with `into_raw`.
+pub struct Hdf5Buffer {
+    api: &'static Hdf5,
+    ptr: *mut c_void,
+    len: usize,
+}
+
+impl Hdf5Buffer {
+    /// The buffer's bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` points at `len` zero-initialised bytes owned by this buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Gives up ownership: the caller (HDF5) frees the buffer.
+    pub fn into_raw(self) -> *mut c_void {
+        let ptr = self.ptr;
+        std::mem::forget(self);
+        ptr
+    }
+}
+
+impl Drop for Hdf5Buffer {
+    fn drop(&mut self) {
+        self.api.free(self.ptr);
     }
 }
