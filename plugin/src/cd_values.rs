@@ -199,6 +199,15 @@ impl FilterConfig {
             })
     }
 
+    /// Largest decoded size to accept when decoding a chunk of this dataset: the chunk
+    /// size plus what a filter earlier in the pipeline may add (Fletcher-32 adds 4 bytes,
+    /// deflate of incompressible data a few per mille).
+    pub fn decode_limit(&self) -> u64 {
+        self.chunk_bytes().map_or(u64::MAX, |bytes| {
+            bytes.saturating_add(bytes / 16).saturating_add(1 << 16)
+        })
+    }
+
     /// Codec parameters for a chunk buffer of `nbytes` bytes. A buffer of unexpected size
     /// (another filter before karoo changed it) is coded as a flat series of words.
     pub fn params(&self, nbytes: usize) -> Params {
@@ -256,6 +265,13 @@ mod tests {
         );
         let flat = complex64_config().params(13);
         assert_eq!((flat.word_size, flat.shape.len()), (1, 0));
+    }
+
+    #[test]
+    fn decode_limit_leaves_room_for_earlier_filters() {
+        let config = complex64_config();
+        assert_eq!(config.chunk_bytes(), Some(1600));
+        assert_eq!(config.decode_limit(), 1600 + 100 + 65536);
     }
 
     #[test]

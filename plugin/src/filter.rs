@@ -12,6 +12,7 @@ use crate::hdf5::{hdf5, Minor};
 use crate::FILTER_ID;
 
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
+#[track_caller]
 fn guarded<T>(
     function: &str,
     minor: Minor,
@@ -36,9 +37,10 @@ fn guarded<T>(
         format!("karoo: {message}")
     };
     // Reporting the error must not unwind either.
+    let location = std::panic::Location::caller();
     let _ = catch_unwind(|| {
         let api = hdf5();
-        api.push_error(minor, function, &message);
+        api.push_error(minor, function, location, &message);
         if matches!(minor, Minor::Callback) && !api.filter_errors_reach_caller() {
             eprintln!("{message}");
         }
@@ -99,7 +101,9 @@ pub unsafe extern "C" fn filter(
     buf: *mut *mut c_void,
 ) -> usize {
     guarded("karoo_filter", Minor::Callback, 0, || {
-        if buf.is_null() || buf_size.is_null() || (*buf).is_null() || nbytes > *buf_size {
+        // HDF5's deflate reports its input size in *buf_size even when it returns more
+        // bytes, so `nbytes` may exceed it; HDF5 always allocates at least `nbytes`.
+        if buf.is_null() || buf_size.is_null() || (*buf).is_null() {
             return Err("invalid buffer handed to the filter".into());
         }
         let values: &[u32] = if cd_values.is_null() || cd_nelmts == 0 {
@@ -114,11 +118,7 @@ pub unsafe extern "C" fn filter(
         let api = hdf5();
         let output = if flags & H5Z_FLAG_REVERSE != 0 {
             // Decoding relies on the chunk's own header; cd_values only cap the size.
-            let limit = config
-                .as_ref()
-                .ok()
-                .and_then(FilterConfig::chunk_bytes)
-                .unwrap_or(u64::MAX);
+            let limit = config.as_ref().map_or(u64::MAX, FilterConfig::decode_limit);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
             let mut output =
                 api.allocate_zeroed(karoo::decoded_len(input, limit).map_err(|e| e.to_string())?)?;

@@ -217,7 +217,13 @@ impl Hdf5 {
 
     /// Pushes `message` onto the thread's HDF5 error stack (falls back to stderr when
     /// the error API could not be resolved).
-    pub fn push_error(&self, minor: Minor, function: &str, message: &str) {
+    pub fn push_error(
+        &self,
+        minor: Minor,
+        function: &str,
+        location: &std::panic::Location,
+        message: &str,
+    ) {
         let minor = match minor {
             Minor::CanApply => self.minor_can_apply,
             Minor::SetLocal => self.minor_set_local,
@@ -230,7 +236,11 @@ impl Hdf5 {
             return;
         };
         let sanitize = |s: &str| CString::new(s.replace('\0', " ")).expect("NULs removed");
-        let (file, function, message) = (sanitize(file!()), sanitize(function), sanitize(message));
+        let (file, function, message) = (
+            sanitize(location.file()),
+            sanitize(function),
+            sanitize(message),
+        );
         // SAFETY: the id addresses point at HDF5's initialised global error ids; all
         // strings are valid C strings and the format consumes exactly one of them.
         unsafe {
@@ -238,7 +248,7 @@ impl Hdf5 {
                 H5E_DEFAULT,
                 file.as_ptr(),
                 function.as_ptr(),
-                line!(),
+                location.line(),
                 *class,
                 *major,
                 *minor,
