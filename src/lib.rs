@@ -21,7 +21,7 @@ pub mod layout;
 mod packer;
 pub mod params;
 mod pool;
-mod word;
+pub mod word;
 
 pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with};
 pub use error::{Error, Result};

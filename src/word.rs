@@ -22,6 +22,27 @@ pub trait Word:
     fn leading_zero_bytes(self) -> u32;
     /// Logical right shift that yields zero when `bits` is the full width or more.
     fn shr_or_zero(self, bits: u32) -> Self;
+    /// Width in bits.
+    const BITS: u32;
+    /// The word zero-extended to 64 bits.
+    fn to_u64(self) -> u64;
+    /// The low `BITS` bits of `v`.
+    fn from_u64(v: u64) -> Self;
+    /// Wrapping addition.
+    fn wrapping_add(self, other: Self) -> Self;
+    /// Wrapping subtraction.
+    fn wrapping_sub(self, other: Self) -> Self;
+    /// Rotates left by one bit (moves a float's sign bit to the least significant bit).
+    fn rotate_left_one(self) -> Self;
+    /// Rotates right by one bit (inverse of `rotate_left_one`).
+    fn rotate_right_one(self) -> Self;
+    /// Folds a two's complement difference so small magnitudes of either sign become
+    /// small unsigned values: 0, -1, 1, -2, ... map to 0, 1, 2, 3, ...
+    fn zigzag(self) -> Self;
+    /// Inverse of `zigzag`.
+    fn unzigzag(self) -> Self;
+    /// Number of significant bits (0 for zero).
+    fn bit_length(self) -> u32;
 }
 
 macro_rules! impl_word {
@@ -46,6 +67,43 @@ macro_rules! impl_word {
             #[inline(always)]
             fn shr_or_zero(self, bits: u32) -> Self {
                 self.checked_shr(bits).unwrap_or(0)
+            }
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+            #[inline(always)]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+            #[inline(always)]
+            fn wrapping_sub(self, other: Self) -> Self {
+                <$t>::wrapping_sub(self, other)
+            }
+            #[inline(always)]
+            fn rotate_left_one(self) -> Self {
+                self.rotate_left(1)
+            }
+            #[inline(always)]
+            fn rotate_right_one(self) -> Self {
+                self.rotate_right(1)
+            }
+            #[inline(always)]
+            fn zigzag(self) -> Self {
+                (self << 1) ^ (0 as $t).wrapping_sub(self >> (<$t>::BITS - 1))
+            }
+            #[inline(always)]
+            fn unzigzag(self) -> Self {
+                (self >> 1) ^ (0 as $t).wrapping_sub(self & 1)
+            }
+            #[inline(always)]
+            fn bit_length(self) -> u32 {
+                <$t>::BITS - self.leading_zeros()
             }
         }
     };
@@ -75,6 +133,22 @@ mod tests {
         assert_eq!(0x0080_0000u32.leading_zero_bytes(), 1);
         assert_eq!(0x0000_0001u64.leading_zero_bytes(), 7);
         assert_eq!(0x80u8.leading_zero_bytes(), 0);
+    }
+
+    #[test]
+    fn zigzag_folds_signs_and_inverts() {
+        let cases = [(0u32, 0u32), (u32::MAX, 1), (1, 2), (u32::MAX - 1, 3), (2, 4)];
+        for (v, z) in cases {
+            assert_eq!(v.zigzag(), z);
+            assert_eq!(z.unzigzag(), v);
+        }
+        for v in [0u64, 1, u64::MAX, 1 << 63, 12345] {
+            assert_eq!(v.zigzag().unzigzag(), v);
+        }
+        assert_eq!(0x8000_0001u32.rotate_left_one(), 3);
+        assert_eq!(3u32.rotate_right_one(), 0x8000_0001);
+        assert_eq!(0u16.bit_length(), 0);
+        assert_eq!(5u8.bit_length(), 3);
     }
 
     #[test]
