@@ -6,9 +6,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
-use crate::packer::{self, RowSegments, StridedRows, TileRows};
-use crate::params::Params;
+use crate::params::{spatial, Params, DEFAULT_CODER};
 use crate::pool::run_with_threads;
+use crate::tile::{self, Coding, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Compresses one chunk of `data` described by `params`.
 ///
@@ -18,17 +18,20 @@ use crate::pool::run_with_threads;
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
     let shape = params.validate(data.len())?;
     let geometry = Geometry::from_shape(&shape, params.time_axis, params.lag)?;
+    let spatial = spatial(&shape, params.time_axis, params.components);
+    let candidates = params.candidates();
     let mut header = Header {
         mode: params.mode.id(),
         flags: 0,
-        predictor: params.predictor.id(),
-        residual_map: format::RESIDUAL_XOR,
-        coder: format::CODER_LEADING_ZERO_BYTES,
+        predictor: params.predictor.map_or(0, |p| p.id()),
+        residual_map: params.residual_map.map_or(0, |m| m.id()),
+        coder: params.coder.unwrap_or(DEFAULT_CODER).id(),
         word_size: params.word_size as u8,
         time_axis: params.time_axis as u8,
         decoded_size: data.len() as u64,
         lag: geometry.lag as u64,
         tiling: geometry.tiling,
+        spatial,
         checksum: 0,
         shape: shape.iter().map(|&d| d as u64).collect(),
         tile_sizes: Vec::new(),
@@ -39,7 +42,16 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
             || {
                 tiles
                     .par_iter()
-                    .map(|tile| encode_tile(params.word_size, data, &geometry, tile))
+                    .map(|tile| {
+                        encode_tile(
+                            params.word_size,
+                            data,
+                            &geometry,
+                            tile,
+                            &candidates,
+                            spatial,
+                        )
+                    })
                     .collect::<Vec<_>>()
             },
             || format::data_checksum(data),
@@ -102,9 +114,14 @@ pub fn decompress_into(input: &[u8], out: &mut [u8], threads: usize) -> Result<(
             geometry,
             tiles,
             payloads,
-        } => run_with_threads(threads, || {
-            decode_tiles(geometry, tiles, payloads, header.word_size as usize, out)
-        })?,
+        } => {
+            let decoder = TileDecoder {
+                geometry,
+                word_size: header.word_size as usize,
+                spatial: header.spatial,
+            };
+            run_with_threads(threads, || decode_tiles(decoder, tiles, payloads, out))?
+        }
     }
     let actual = format::data_checksum(out);
     if actual != header.checksum {
@@ -161,27 +178,44 @@ impl<'a> Chunk<'a> {
     }
 }
 
-fn encode_tile(word_size: usize, data: &[u8], g: &Geometry, tile: &Tile) -> Vec<u8> {
+fn encode_tile(
+    word_size: usize,
+    data: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    candidates: &[Coding],
+    spatial: Spatial,
+) -> Vec<u8> {
     match word_size {
-        1 => packer::encode_tile::<u8>(data, g, tile),
-        2 => packer::encode_tile::<u16>(data, g, tile),
-        4 => packer::encode_tile::<u32>(data, g, tile),
-        _ => packer::encode_tile::<u64>(data, g, tile),
+        1 => tile::encode_tile::<u8>(data, g, tile, candidates, spatial),
+        2 => tile::encode_tile::<u16>(data, g, tile, candidates, spatial),
+        4 => tile::encode_tile::<u32>(data, g, tile, candidates, spatial),
+        _ => tile::encode_tile::<u64>(data, g, tile, candidates, spatial),
     }
 }
 
-fn decode_tile(
+/// How a chunk's tiles are decoded: geometry, word size, Lorenzo neighbour.
+#[derive(Clone, Copy)]
+struct TileDecoder<'a> {
+    geometry: &'a Geometry,
     word_size: usize,
-    payload: &[u8],
-    g: &Geometry,
-    (index, tile): (usize, &Tile),
-    rows: &mut impl TileRows,
-) -> Result<()> {
-    match word_size {
-        1 => packer::decode_tile::<u8>(payload, g, tile, index, rows),
-        2 => packer::decode_tile::<u16>(payload, g, tile, index, rows),
-        4 => packer::decode_tile::<u32>(payload, g, tile, index, rows),
-        _ => packer::decode_tile::<u64>(payload, g, tile, index, rows),
+    spatial: Spatial,
+}
+
+impl TileDecoder<'_> {
+    fn decode(
+        &self,
+        payload: &[u8],
+        (index, tile): (usize, &Tile),
+        rows: &mut impl TileRows,
+    ) -> Result<()> {
+        let (g, s) = (self.geometry, self.spatial);
+        match self.word_size {
+            1 => tile::decode_tile::<u8>(payload, g, tile, index, rows, s),
+            2 => tile::decode_tile::<u16>(payload, g, tile, index, rows, s),
+            4 => tile::decode_tile::<u32>(payload, g, tile, index, rows, s),
+            _ => tile::decode_tile::<u64>(payload, g, tile, index, rows, s),
+        }
     }
 }
 
@@ -208,33 +242,23 @@ fn split_payloads<'a>(payload: &'a [u8], sizes: &[u32]) -> Result<Vec<&'a [u8]>>
 /// Rejects tiles too short to hold their words before any output is allocated, which
 /// bounds the decoded size by a fixed multiple of the input size.
 fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) -> Result<()> {
-    let bits = packer::code_bits(w) as usize;
-    let min_residual = w - packer::code_cap(w) as usize;
     for (index, (tile, slice)) in tiles.iter().zip(slices).enumerate() {
-        let raw = g.tile_row_width(tile, tile.row0) * (tile.plane1 - tile.plane0);
-        let predicted = g.tile_words(tile) - raw;
-        let least = raw * w + (predicted * bits).div_ceil(8) + predicted * min_residual + w;
+        let coding =
+            tile::parse_coding(slice).map_err(|reason| Error::CorruptBlock { index, reason })?;
+        let words = g.tile_words(tile);
+        let least = TILE_HEADER_LEN + coding.coder.min_encoded_len(words, w);
         if slice.len() < least {
             return Err(Error::CorruptBlock {
                 index,
-                reason: format!(
-                    "{} bytes cannot hold its {} words",
-                    slice.len(),
-                    raw + predicted
-                ),
+                reason: format!("{} bytes cannot hold its {words} words", slice.len()),
             });
         }
     }
     Ok(())
 }
 
-fn decode_tiles(
-    g: &Geometry,
-    tiles: &[Tile],
-    slices: &[&[u8]],
-    w: usize,
-    out: &mut [u8],
-) -> Result<()> {
+fn decode_tiles(d: TileDecoder, tiles: &[Tile], slices: &[&[u8]], out: &mut [u8]) -> Result<()> {
+    let (g, w) = (d.geometry, d.word_size);
     if g.tiles_are_contiguous() {
         // Tiles span whole rows: each is one contiguous region of the output.
         let mut rest = &mut *out;
@@ -254,7 +278,7 @@ fn decode_tiles(
                     row_stride: g.lag * w,
                     plane_stride: g.plane_len * w,
                 };
-                decode_tile(w, payload, g, tile, &mut rows)
+                d.decode(payload, tile, &mut rows)
             });
     }
     // Column-split tiles (one plane each) interleave in memory: hand each tile the
@@ -280,5 +304,5 @@ fn decode_tiles(
         .into_par_iter()
         .zip(tiles.par_iter().enumerate())
         .zip(slices.par_iter())
-        .try_for_each(|((mut rows, tile), payload)| decode_tile(w, payload, g, tile, &mut rows))
+        .try_for_each(|((mut rows, tile), payload)| d.decode(payload, tile, &mut rows))
 }

@@ -8,9 +8,9 @@
 //! | 4 | 1 | format version (1) |
 //! | 5 | 1 | mode (0 fast) |
 //! | 6 | 1 | flags (bit 0: payload stored verbatim) |
-//! | 7 | 1 | predictor id |
-//! | 8 | 1 | residual map id (1 XOR) |
-//! | 9 | 1 | residual coder id (1 leading-zero-byte prefixes) |
+//! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
+//! | 8 | 1 | requested residual map id (0 auto) |
+//! | 9 | 1 | requested residual coder id |
 //! | 10 | 1 | word size in bytes |
 //! | 11 | 1 | rank |
 //! | 12 | 1 | time axis |
@@ -20,19 +20,26 @@
 //! | 32 | 8 | planes per tile |
 //! | 40 | 8 | rows per tile |
 //! | 48 | 8 | columns per tile |
-//! | 56 | 8 | XXH3-64 checksum of the decoded bytes |
-//! | 64 | 4 | tile count `n` |
-//! | 68 | 8 x rank | shape in words |
+//! | 56 | 8 | Lorenzo stride in words (0: no spatial neighbour) |
+//! | 64 | 8 | Lorenzo run in words |
+//! | 72 | 8 | XXH3-64 checksum of the decoded bytes |
+//! | 80 | 4 | tile count `n` |
+//! | 84 | 8 x rank | shape in words |
 //! | .. | 4 x n | encoded size of each tile |
 //! | .. | 4 | low 32 bits of the XXH3-64 of every header byte before it |
 //!
-//! The tile payloads follow the header, in tile order.
+//! The tile payloads follow the header, in tile order; each starts with the predictor,
+//! residual map and coder it was coded with (see `tile`).
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::coder::Coder;
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tiling};
 use crate::params::MAX_RANK;
+use crate::predict::Predictor;
+use crate::residual::ResidualMap;
+use crate::tile::Spatial;
 
 /// Magic bytes that open every karoo chunk.
 pub const MAGIC: [u8; 4] = *b"KARO";
@@ -40,12 +47,7 @@ pub const MAGIC: [u8; 4] = *b"KARO";
 pub const VERSION: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
 pub const FLAG_STORED: u8 = 1;
-/// Residual map id: XOR with the prediction.
-pub const RESIDUAL_XOR: u8 = 1;
-/// Residual coder id: seed 000's leading-zero-byte prefixes.
-pub const CODER_LEADING_ZERO_BYTES: u8 = 1;
-
-const FIXED_LEN: usize = 68;
+const FIXED_LEN: usize = 84;
 
 /// Everything the header of a chunk records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,11 +56,11 @@ pub struct Header {
     pub mode: u8,
     /// Flag bits.
     pub flags: u8,
-    /// Predictor id.
+    /// Requested predictor id (0: auto).
     pub predictor: u8,
-    /// Residual map id.
+    /// Requested residual map id (0: auto).
     pub residual_map: u8,
-    /// Residual coder id.
+    /// Requested residual coder id.
     pub coder: u8,
     /// Bytes per word.
     pub word_size: u8,
@@ -70,6 +72,8 @@ pub struct Header {
     pub lag: u64,
     /// Tile dimensions.
     pub tiling: Tiling,
+    /// Lorenzo's neighbour along the innermost element axis.
+    pub spatial: Spatial,
     /// Checksum of the decoded bytes.
     pub checksum: u64,
     /// Shape in words.
@@ -113,6 +117,8 @@ impl Header {
             self.tiling.planes_per_tile as u64,
             self.tiling.tile_rows as u64,
             self.tiling.tile_cols as u64,
+            self.spatial.stride as u64,
+            self.spatial.run as u64,
             self.checksum,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
@@ -159,6 +165,8 @@ impl Header {
         let planes_per_tile = r.u64()?;
         let tile_rows = r.u64()?;
         let tile_cols = r.u64()?;
+        let stride = r.u64()?;
+        let run = r.u64()?;
         let checksum = r.u64()?;
         let count = r.u32()? as usize;
         if rank > MAX_RANK {
@@ -196,6 +204,10 @@ impl Header {
                 tile_rows: to_usize(tile_rows)?,
                 tile_cols: to_usize(tile_cols)?,
             },
+            spatial: Spatial {
+                stride: to_usize(stride)?,
+                run: to_usize(run)?,
+            },
             checksum,
             shape,
             tile_sizes,
@@ -227,14 +239,20 @@ impl Header {
         if self.flags & !FLAG_STORED != 0 {
             return bad(format!("unknown flags {:#04x}", self.flags));
         }
-        if self.predictor != 1 {
+        if self.predictor != 0 && Predictor::from_id(self.predictor.into()).is_none() {
             return bad(format!("unknown predictor {}", self.predictor));
         }
-        if self.residual_map != RESIDUAL_XOR {
+        if self.residual_map != 0 && ResidualMap::from_id(self.residual_map.into()).is_none() {
             return bad(format!("unknown residual map {}", self.residual_map));
         }
-        if self.coder != CODER_LEADING_ZERO_BYTES {
+        if Coder::from_id(self.coder.into()).is_none() {
             return bad(format!("unknown residual coder {}", self.coder));
+        }
+        if self.spatial.stride > 0 && self.spatial.run < self.spatial.stride {
+            return bad(format!(
+                "Lorenzo run {} shorter than its stride {}",
+                self.spatial.run, self.spatial.stride
+            ));
         }
         if !matches!(self.word_size, 1 | 2 | 4 | 8) {
             return bad(format!("word size {} is not 1, 2, 4 or 8", self.word_size));

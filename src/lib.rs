@@ -15,14 +15,20 @@
 
 mod bitpack;
 mod codec;
+pub mod coder;
 pub mod error;
 pub mod format;
 pub mod layout;
-mod packer;
 pub mod params;
 mod pool;
+pub mod predict;
+pub mod residual;
+pub mod tile;
 pub mod word;
 
 pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with};
+pub use coder::Coder;
 pub use error::{Error, Result};
-pub use params::{Mode, Params, Predictor, MAX_THREADS};
+pub use params::{ElementKind, Mode, Params, MAX_THREADS};
+pub use predict::Predictor;
+pub use residual::ResidualMap;

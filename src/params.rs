@@ -1,8 +1,12 @@
 //! What the caller tells the codec about a chunk: word size, shape, time axis, lag,
 //! predictor, mode and thread count.
 
+use crate::coder::Coder;
 use crate::error::{Error, Result};
 use crate::layout::checked_product;
+use crate::predict::Predictor;
+use crate::residual::ResidualMap;
+use crate::tile::{Coding, Spatial};
 
 /// Largest thread count accepted (beyond this a request is a mistake, not a wish).
 pub const MAX_THREADS: usize = 1024;
@@ -37,33 +41,27 @@ impl Mode {
     }
 }
 
-/// Time-axis predictor.
+/// What kind of numbers the words hold: decides which residual maps `auto` tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Predictor {
-    /// The same series' previous time sample (seed 000's basic scheme).
-    Previous,
+pub enum ElementKind {
+    /// IEEE floating point (real or complex).
+    Float,
+    /// Integers (or pairs of integers).
+    Integer,
+    /// Anything else, coded as plain words or bytes.
+    Other,
 }
 
-impl Predictor {
-    /// The predictor used when cd_values says 0 ("default").
-    pub const DEFAULT: Predictor = Predictor::Previous;
+/// Predictors `auto` chooses from, per tile.
+pub const AUTO_PREDICTORS: [Predictor; 4] = [
+    Predictor::Lagrange(1),
+    Predictor::Lagrange(2),
+    Predictor::Mean(4),
+    Predictor::Lorenzo,
+];
 
-    /// The predictor's number in cd_values and in the chunk header (never 0).
-    pub fn id(self) -> u8 {
-        match self {
-            Predictor::Previous => 1,
-        }
-    }
-
-    /// The predictor with number `id`; 0 means the default.
-    pub fn from_id(id: u32) -> Option<Predictor> {
-        match id {
-            0 => Some(Predictor::DEFAULT),
-            1 => Some(Predictor::Previous),
-            _ => None,
-        }
-    }
-}
+/// The coder used when none is requested.
+pub const DEFAULT_CODER: Coder = Coder::Rice;
 
 /// Parameters of one `compress` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +77,17 @@ pub struct Params {
     /// Words between two successive samples of one series; 0 derives it as the
     /// product of the dimensions after the time axis.
     pub lag: usize,
-    /// Predictor along the time axis.
-    pub predictor: Predictor,
+    /// Predictor along the time axis; `None` chooses per tile among [`AUTO_PREDICTORS`].
+    pub predictor: Option<Predictor>,
+    /// Residual map; `None` chooses per tile among those suited to `element`.
+    pub residual_map: Option<ResidualMap>,
+    /// Residual coder; `None` means [`DEFAULT_CODER`].
+    pub coder: Option<Coder>,
+    /// What the words hold.
+    pub element: ElementKind,
+    /// Words per element (2 for complex numbers): when above 1, the last dimension of
+    /// `shape` is this component axis.
+    pub components: usize,
     /// Worker threads; 0 means all cores. Never changes the output bytes.
     pub threads: usize,
     /// Compression mode.
@@ -95,10 +102,37 @@ impl Params {
             shape: shape.to_vec(),
             time_axis: 0,
             lag: 0,
-            predictor: Predictor::DEFAULT,
+            predictor: None,
+            residual_map: None,
+            coder: None,
+            element: ElementKind::Float,
+            components: 1,
             threads: 0,
             mode: Mode::Fast,
         }
+    }
+
+    /// The predictor / map / coder combinations the encoder may use.
+    pub fn candidates(&self) -> Vec<Coding> {
+        let predictors: Vec<Predictor> =
+            self.predictor.map_or(AUTO_PREDICTORS.to_vec(), |p| vec![p]);
+        let maps: Vec<ResidualMap> = match (self.residual_map, self.element) {
+            (Some(map), _) => vec![map],
+            (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract, ResidualMap::Xor],
+            (None, ElementKind::Integer) => vec![ResidualMap::Subtract, ResidualMap::Xor],
+            (None, ElementKind::Other) => vec![ResidualMap::Xor, ResidualMap::Subtract],
+        };
+        let coder = self.coder.unwrap_or(DEFAULT_CODER);
+        predictors
+            .iter()
+            .flat_map(|&predictor| {
+                maps.iter().map(move |&map| Coding {
+                    predictor,
+                    map,
+                    coder,
+                })
+            })
+            .collect()
     }
 
     /// Checks the parameters against a buffer of `len` bytes and returns the effective
@@ -145,6 +179,12 @@ impl Params {
                 "shape {shape:?} holds {product} words but the buffer holds {words}"
             )));
         }
+        if self.components == 0 || (self.components > 1 && shape.last() != Some(&self.components)) {
+            return Err(Error::InvalidParams(format!(
+                "{} components per element need a last dimension of {}",
+                self.components, self.components
+            )));
+        }
         if self.time_axis >= shape.len() {
             return Err(Error::InvalidParams(format!(
                 "time axis {} is out of range for rank {}",
@@ -153,5 +193,18 @@ impl Params {
             )));
         }
         Ok(shape)
+    }
+}
+
+/// Lorenzo's neighbour along the innermost element axis of `shape` (words), when that
+/// axis comes after the time axis; `components` words make one element.
+pub(crate) fn spatial(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
+    let element_rank = shape.len() - usize::from(components > 1);
+    match element_rank.checked_sub(1) {
+        Some(inner) if inner > time_axis => Spatial {
+            stride: components,
+            run: shape[inner] * components,
+        },
+        _ => Spatial::default(),
     }
 }

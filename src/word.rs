@@ -137,7 +137,13 @@ mod tests {
 
     #[test]
     fn zigzag_folds_signs_and_inverts() {
-        let cases = [(0u32, 0u32), (u32::MAX, 1), (1, 2), (u32::MAX - 1, 3), (2, 4)];
+        let cases = [
+            (0u32, 0u32),
+            (u32::MAX, 1),
+            (1, 2),
+            (u32::MAX - 1, 3),
+            (2, 4),
+        ];
         for (v, z) in cases {
             assert_eq!(v.zigzag(), z);
             assert_eq!(z.unzigzag(), v);

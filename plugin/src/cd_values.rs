@@ -5,7 +5,7 @@
 //! | index | set by | meaning |
 //! |---|---|---|
 //! | 0 | user | mode: 0 fast (default), 1 archive (not implemented yet) |
-//! | 1 | user | predictor: 0 default, 1 previous sample |
+//! | 1 | user | coding: `predictor | map << 8 | coder << 16`, each field 0 = default (see below) |
 //! | 2 | user | threads: 0 all cores (default), at most 1024 |
 //! | 3 | user | time axis (default 0) |
 //! | 4 | user | lag in elements between successive samples of a series; 0 derives it |
@@ -16,8 +16,18 @@
 //! | 9 | set_local | words per element (2 for complex numbers) |
 //! | 10 | set_local | chunk rank `r` |
 //! | 11..11+r | set_local | chunk dimensions, slowest first |
+//!
+//! Predictors (low byte of `[1]`): 0 auto (per tile, among previous, parallelogram,
+//! mean4 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
+//! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
+//! 11 Lorenzo, 12 auto. Residual maps (second byte): 0 auto (by element class), 1 XOR,
+//! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice),
+//! 1 leading-zero bytes (seed 000), 2 bit planes (ndzip), 3 Rice.
 
-use karoo::{Mode, Params, Predictor, MAX_THREADS};
+use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
+
+/// Predictor id that asks for per-tile automatic choice (as does 0).
+pub const PREDICTOR_AUTO: u32 = 12;
 
 /// Number of user-settable cd_values.
 pub const USER_VALUES: usize = 5;
@@ -32,8 +42,12 @@ pub const MAX_CHUNK_RANK: usize = 32;
 pub struct UserOptions {
     /// Compression mode.
     pub mode: Mode,
-    /// Predictor.
-    pub predictor: Predictor,
+    /// Predictor (`None`: auto).
+    pub predictor: Option<Predictor>,
+    /// Residual map (`None`: auto).
+    pub residual_map: Option<ResidualMap>,
+    /// Residual coder (`None`: default).
+    pub coder: Option<Coder>,
     /// Worker threads (0 = all cores).
     pub threads: usize,
     /// Time axis of the dataset.
@@ -84,13 +98,34 @@ impl UserOptions {
             }
             m => return Err(format!("unknown mode {m} in cd_values[0] (0 = fast)")),
         };
-        debug_assert_eq!(Mode::from_id(raw[0]), Some(mode));
-        let predictor = Predictor::from_id(raw[1]).ok_or_else(|| {
-            format!(
-                "unknown predictor {} in cd_values[1] (0 = default, 1 = previous)",
-                raw[1]
-            )
-        })?;
+        let coding = raw[1];
+        let field = |shift: u32| (coding >> shift) & 0xff;
+        if coding >> 24 != 0 {
+            return Err(format!(
+                "unknown bits {coding:#x} in cd_values[1] (predictor | map << 8 | coder << 16)"
+            ));
+        }
+        let predictor = match field(0) {
+            0 | PREDICTOR_AUTO => None,
+            id => Some(
+                Predictor::from_id(id)
+                    .ok_or_else(|| format!("unknown predictor {id} in cd_values[1] (0 to 12)"))?,
+            ),
+        };
+        let residual_map = match field(8) {
+            0 => None,
+            id => Some(
+                ResidualMap::from_id(id)
+                    .ok_or_else(|| format!("unknown residual map {id} in cd_values[1] (0 to 3)"))?,
+            ),
+        };
+        let coder =
+            match field(16) {
+                0 => None,
+                id => Some(Coder::from_id(id).ok_or_else(|| {
+                    format!("unknown residual coder {id} in cd_values[1] (0 to 3)")
+                })?),
+            };
         let threads = raw[2] as usize;
         if threads > MAX_THREADS {
             return Err(format!(
@@ -100,6 +135,8 @@ impl UserOptions {
         Ok(UserOptions {
             mode,
             predictor,
+            residual_map,
+            coder,
             threads,
             time_axis: raw[3] as usize,
             lag: raw[4] as usize,
@@ -216,6 +253,13 @@ impl FilterConfig {
         let mut params = Params {
             threads: self.user.threads,
             predictor: self.user.predictor,
+            residual_map: self.user.residual_map,
+            coder: self.user.coder,
+            element: match e.class {
+                1 => ElementKind::Integer,
+                2 => ElementKind::Float,
+                _ => ElementKind::Other,
+            },
             mode: self.user.mode,
             ..Params::new(word, &[])
         };
@@ -224,6 +268,7 @@ impl FilterConfig {
             params.shape.push(e.components as usize);
             params.time_axis = self.user.time_axis;
             params.lag = self.user.lag * e.components as usize;
+            params.components = e.components as usize;
         } else if nbytes % word != 0 {
             params.word_size = 1;
         }
@@ -286,8 +331,30 @@ mod tests {
         );
         assert_eq!(
             UserOptions::parse(&[0, 99]).unwrap_err(),
-            "unknown predictor 99 in cd_values[1] (0 = default, 1 = previous)"
+            "unknown predictor 99 in cd_values[1] (0 to 12)"
         );
+        assert_eq!(
+            UserOptions::parse(&[0, 4 << 8]).unwrap_err(),
+            "unknown residual map 4 in cd_values[1] (0 to 3)"
+        );
+        assert_eq!(
+            UserOptions::parse(&[0, 9 << 16]).unwrap_err(),
+            "unknown residual coder 9 in cd_values[1] (0 to 3)"
+        );
+        assert_eq!(
+            UserOptions::parse(&[0, 1 << 24]).unwrap_err(),
+            "unknown bits 0x1000000 in cd_values[1] (predictor | map << 8 | coder << 16)"
+        );
+        let all = UserOptions::parse(&[0, 11 | 2 << 8 | 2 << 16]).unwrap();
+        assert_eq!(
+            (all.predictor, all.residual_map, all.coder),
+            (
+                Some(Predictor::Lorenzo),
+                Some(ResidualMap::RotateSubtract),
+                Some(Coder::Bitplane)
+            )
+        );
+        assert_eq!(UserOptions::parse(&[0, 12]).unwrap().predictor, None);
         assert_eq!(
             UserOptions::parse(&[0, 0, 1_000_000_000]).unwrap_err(),
             "1000000000 threads in cd_values[2]; at most 1024 allowed (0 = all cores)"

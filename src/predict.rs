@@ -1,0 +1,350 @@
+//! Time-axis predictors. Each predicts the next row (time step) of a tile's series
+//! from what it has seen of earlier rows, in wrapping integer arithmetic on the mapped
+//! bit patterns (seed 000 §4.3, seed 004, seed 001), so decoding is exact everywhere.
+//!
+//! A predictor sees rows through [`RowPredictor::observe`] and fills a prediction row
+//! with [`RowPredictor::predict`]. Before the first row it predicts zero; with fewer
+//! rows seen than its order needs, it uses what it has (order 1 after one row).
+
+use crate::word::Word;
+
+/// A predictor along the time axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Predictor {
+    /// Lagrange extrapolation through the last `n` samples (1: previous sample,
+    /// 2: parallelogram 2x[t-1] - x[t-2], 3: quadratic, 4: cubic).
+    Lagrange(u8),
+    /// Integer mean of the last `n` samples.
+    Mean(u8),
+    /// Median of the last `n` samples (lower median when fewer are available).
+    Median(u8),
+    /// Holt's double exponential smoothing with level gain 3/4 and trend gain 1/4,
+    /// in fixed point with 8 fractional bits (seed 004).
+    Holt,
+    /// ndzip's integer Lorenzo transform over time and the innermost element axis:
+    /// x[t-1, c] + x[t, c-s] - x[t-1, c-s] (seed 001), previous sample at the edges.
+    Lorenzo,
+}
+
+/// Fractional bits of Holt's fixed-point state.
+const HOLT_FRACTION: u32 = 8;
+
+impl Predictor {
+    /// Every predictor, in id order.
+    pub const ALL: [Predictor; 11] = [
+        Predictor::Lagrange(1),
+        Predictor::Lagrange(2),
+        Predictor::Lagrange(3),
+        Predictor::Lagrange(4),
+        Predictor::Mean(2),
+        Predictor::Mean(4),
+        Predictor::Mean(8),
+        Predictor::Median(3),
+        Predictor::Median(5),
+        Predictor::Holt,
+        Predictor::Lorenzo,
+    ];
+
+    /// The previous time sample.
+    pub const PREVIOUS: Predictor = Predictor::Lagrange(1);
+
+    /// The predictor's id in cd_values and tile headers (1 to 11; 0 means default).
+    pub fn id(self) -> u8 {
+        match self {
+            Predictor::Lagrange(n) => n,
+            Predictor::Mean(2) => 5,
+            Predictor::Mean(4) => 6,
+            Predictor::Mean(_) => 7,
+            Predictor::Median(3) => 8,
+            Predictor::Median(_) => 9,
+            Predictor::Holt => 10,
+            Predictor::Lorenzo => 11,
+        }
+    }
+
+    /// The predictor with id `id` (1 to 11).
+    pub fn from_id(id: u32) -> Option<Predictor> {
+        Predictor::ALL.into_iter().find(|p| u32::from(p.id()) == id)
+    }
+
+    /// A short name for tables and messages.
+    pub fn name(self) -> String {
+        match self {
+            Predictor::Lagrange(1) => "previous".into(),
+            Predictor::Lagrange(2) => "parallelogram".into(),
+            Predictor::Lagrange(n) => format!("lagrange{n}"),
+            Predictor::Mean(n) => format!("mean{n}"),
+            Predictor::Median(n) => format!("median{n}"),
+            Predictor::Holt => "holt".into(),
+            Predictor::Lorenzo => "lorenzo".into(),
+        }
+    }
+
+    /// Earlier rows the predictor keeps.
+    fn history(self) -> usize {
+        match self {
+            Predictor::Lagrange(n) | Predictor::Mean(n) | Predictor::Median(n) => n as usize,
+            Predictor::Holt | Predictor::Lorenzo => 1,
+        }
+    }
+}
+
+/// Coefficients of Lagrange extrapolation through `n` equally spaced samples,
+/// most recent first: (-1)^(i+1) * C(n, i+1).
+fn lagrange_coefficients(n: usize) -> &'static [i64] {
+    match n {
+        1 => &[1],
+        2 => &[2, -1],
+        3 => &[3, -3, 1],
+        _ => &[4, -6, 4, -1],
+    }
+}
+
+/// Per-plane predictor state over rows of one tile.
+pub struct RowPredictor<T: Word> {
+    kind: Predictor,
+    /// Earlier rows, most recent first.
+    rows: Vec<Vec<T>>,
+    /// A row buffer for the caller to fill, recycled from the oldest row.
+    spare: Vec<T>,
+    /// Holt level and trend per column, scaled by 2^HOLT_FRACTION.
+    level: Vec<i128>,
+    trend: Vec<i128>,
+    prediction: Vec<T>,
+    scratch: Vec<u128>,
+}
+
+impl<T: Word> RowPredictor<T> {
+    /// A predictor of kind `kind` that has seen no rows.
+    pub fn new(kind: Predictor) -> Self {
+        RowPredictor {
+            kind,
+            rows: Vec::with_capacity(kind.history() + 1),
+            spare: Vec::new(),
+            level: Vec::new(),
+            trend: Vec::new(),
+            prediction: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Forgets every row seen (start of a new plane).
+    pub fn reset(&mut self) {
+        if let Some(row) = self.rows.pop() {
+            self.spare = row;
+        }
+        self.rows.clear();
+        self.level.clear();
+        self.trend.clear();
+    }
+
+    /// An empty buffer to fill with the next row and hand to [`Self::observe`].
+    pub fn take_buffer(&mut self) -> Vec<T> {
+        let mut buffer = std::mem::take(&mut self.spare);
+        buffer.clear();
+        buffer
+    }
+
+    /// The prediction of the next row's first `n` columns, or `None` before any row
+    /// (predict zero). For "previous" and Lorenzo this is the previous row itself.
+    pub fn predict(&mut self, n: usize) -> Option<&[T]> {
+        let seen = self.rows.len();
+        if seen == 0 {
+            return None;
+        }
+        if matches!(self.kind, Predictor::Lorenzo)
+            || seen == 1 && !matches!(self.kind, Predictor::Holt)
+        {
+            return Some(&self.rows[0][..n]);
+        }
+        self.prediction.resize(n, T::default());
+        let out = &mut self.prediction[..];
+        match self.kind {
+            Predictor::Lagrange(_) => {
+                let coefficients = lagrange_coefficients(seen);
+                let (h0, h1) = (&self.rows[0][..n], &self.rows[1][..n]);
+                if seen == 2 {
+                    for ((o, &a), &b) in out.iter_mut().zip(h0).zip(h1) {
+                        *o = a.wrapping_add(a).wrapping_sub(b);
+                    }
+                } else {
+                    for (c, o) in out.iter_mut().enumerate() {
+                        let mut acc = T::default();
+                        for (row, &k) in self.rows.iter().zip(coefficients) {
+                            acc = acc
+                                .wrapping_add(T::from_u64(row[c].to_u64().wrapping_mul(k as u64)));
+                        }
+                        *o = acc;
+                    }
+                }
+            }
+            Predictor::Mean(_) => mean_of(&self.rows, out),
+            Predictor::Median(_) => {
+                for (c, o) in out.iter_mut().enumerate() {
+                    self.scratch.clear();
+                    self.scratch
+                        .extend(self.rows.iter().map(|row| u128::from(row[c].to_u64())));
+                    self.scratch.sort_unstable();
+                    *o = T::from_u64(self.scratch[(seen - 1) / 2] as u64);
+                }
+            }
+            Predictor::Holt => {
+                for ((o, &level), &trend) in out.iter_mut().zip(&self.level).zip(&self.trend) {
+                    *o = T::from_u64(((level + trend) >> HOLT_FRACTION) as u64);
+                }
+            }
+            Predictor::Lorenzo => unreachable!("handled above"),
+        }
+        Some(&self.prediction[..n])
+    }
+
+    /// Records the actual (mapped) row that followed.
+    pub fn observe(&mut self, row: Vec<T>) {
+        if self.kind == Predictor::Holt {
+            self.observe_holt(&row);
+        }
+        if self.rows.len() == self.kind.history() {
+            if let Some(oldest) = self.rows.pop() {
+                self.spare = oldest;
+            }
+        }
+        self.rows.insert(0, row);
+    }
+
+    fn observe_holt(&mut self, row: &[T]) {
+        let value = |x: T| i128::from(x.to_u64()) << HOLT_FRACTION;
+        if self.level.is_empty() {
+            self.level = row.iter().map(|&x| value(x)).collect();
+            self.trend = vec![0; row.len()];
+            return;
+        }
+        for ((level, trend), &x) in self.level.iter_mut().zip(&mut self.trend).zip(row) {
+            let forecast = *level + *trend;
+            let new_level = forecast + (((value(x) - forecast) * 3) >> 2);
+            *trend += (new_level - *level - *trend) >> 2;
+            *level = new_level;
+        }
+    }
+}
+
+/// Writes into `out` the integer mean of `rows` column by column (truncated), summing
+/// row by row so the loops vectorise; a shift when the row count is a power of two.
+fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
+    let n = out.len();
+    let count = rows.len() as u64;
+    if T::BITS <= 32 {
+        let mut sums = vec![0u64; n];
+        for row in rows {
+            for (s, &x) in sums.iter_mut().zip(&row[..n]) {
+                *s += x.to_u64();
+            }
+        }
+        if count.is_power_of_two() {
+            let shift = count.trailing_zeros();
+            for (o, &s) in out.iter_mut().zip(&sums) {
+                *o = T::from_u64(s >> shift);
+            }
+        } else {
+            for (o, &s) in out.iter_mut().zip(&sums) {
+                *o = T::from_u64(s / count);
+            }
+        }
+    } else {
+        for (c, o) in out.iter_mut().enumerate() {
+            let sum: u128 = rows.iter().map(|row| u128::from(row[c].to_u64())).sum();
+            *o = T::from_u64((sum / u128::from(count)) as u64);
+        }
+    }
+}
+
+/// Lorenzo's spatial correction for column `c` of the current row (`c` counted from the
+/// start of `cur`, at offset `in_run` within its run of the innermost axis): the current
+/// row's value `s` columns back minus the previous row's; zero at the start of a run,
+/// before `s` columns of `cur`, or without a previous row.
+#[inline(always)]
+pub fn lorenzo_term<T: Word>(
+    cur: &[T],
+    prev: Option<&[T]>,
+    c: usize,
+    in_run: usize,
+    s: usize,
+) -> T {
+    match prev {
+        Some(prev) if in_run >= s && c >= s => cur[c - s].wrapping_sub(prev[c - s]),
+        _ => T::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn predict_after(kind: Predictor, rows: &[&[u32]]) -> Vec<u32> {
+        let mut p = RowPredictor::<u32>::new(kind);
+        for row in rows {
+            p.observe(row.to_vec());
+        }
+        let n = rows.last().map_or(1, |r| r.len());
+        p.predict(n).map_or(vec![0; n], <[u32]>::to_vec)
+    }
+
+    #[test]
+    fn lagrange_extrapolates_polynomials_exactly() {
+        assert_eq!(predict_after(Predictor::Lagrange(1), &[&[5], &[7]]), [7]);
+        assert_eq!(predict_after(Predictor::Lagrange(2), &[&[5], &[7]]), [9]);
+        assert_eq!(
+            predict_after(Predictor::Lagrange(3), &[&[1], &[4], &[9]]),
+            [16]
+        );
+        assert_eq!(
+            predict_after(Predictor::Lagrange(4), &[&[1], &[8], &[27], &[64]]),
+            [125]
+        );
+        // Fewer rows than the order: lower order.
+        assert_eq!(predict_after(Predictor::Lagrange(4), &[&[3], &[5]]), [7]);
+        assert_eq!(predict_after(Predictor::Lagrange(2), &[]), [0]);
+        // Wrapping arithmetic, no overflow panic.
+        assert_eq!(
+            predict_after(Predictor::Lagrange(2), &[&[0], &[u32::MAX]]),
+            [u32::MAX - 1]
+        );
+    }
+
+    #[test]
+    fn mean_median_and_holt() {
+        assert_eq!(
+            predict_after(Predictor::Mean(4), &[&[1], &[2], &[3], &[6]]),
+            [3]
+        );
+        assert_eq!(
+            predict_after(Predictor::Mean(2), &[&[1], &[2], &[3], &[6]]),
+            [4]
+        );
+        assert_eq!(
+            predict_after(Predictor::Median(3), &[&[9], &[1], &[5]]),
+            [5]
+        );
+        assert_eq!(predict_after(Predictor::Median(5), &[&[9], &[1]]), [1]);
+        assert_eq!(
+            predict_after(Predictor::Mean(2), &[&[u32::MAX], &[u32::MAX]]),
+            [u32::MAX]
+        );
+        // Holt on a straight line converges to extrapolating it (to within the
+        // fixed point's truncation).
+        let line: Vec<Vec<u32>> = (0..40u32).map(|t| vec![1000 + 10 * t]).collect();
+        let rows: Vec<&[u32]> = line.iter().map(Vec::as_slice).collect();
+        assert_eq!(predict_after(Predictor::Holt, &rows), [1399]);
+        assert_eq!(predict_after(Predictor::Holt, &rows[..1]), [1000]);
+        assert_eq!(predict_after(Predictor::Holt, &rows[..2]), [1009]);
+    }
+
+    #[test]
+    fn ids_are_stable_and_unique() {
+        for (i, p) in Predictor::ALL.iter().enumerate() {
+            assert_eq!(p.id() as usize, i + 1);
+            assert_eq!(Predictor::from_id(i as u32 + 1), Some(*p));
+        }
+        assert_eq!(Predictor::from_id(0), None);
+        assert_eq!(Predictor::from_id(12), None);
+    }
+}

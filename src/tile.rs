@@ -1,0 +1,291 @@
+//! Coding one tile: predictor along time, residual map, residual coder.
+//!
+//! Tile payload: `[predictor id] [map id << 4 | coder id] [coder output]`. The residuals
+//! of every word of the tile, in row order (plane by plane), are computed first and
+//! handed to the coder as one slice. With `auto`, the combination is chosen per tile
+//! from an estimate on a sample of the tile's columns, and recorded in the payload.
+
+use std::ops::Range;
+
+use crate::coder::Coder;
+use crate::error::{Error, Result};
+use crate::layout::{Geometry, Tile};
+use crate::predict::{lorenzo_term, Predictor, RowPredictor};
+use crate::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
+use crate::word::Word;
+
+/// Bytes of the per-tile header.
+pub const TILE_HEADER_LEN: usize = 2;
+/// Columns of a tile sampled to choose a coding automatically.
+const SAMPLE_WORDS: usize = 1 << 13;
+
+/// One predictor / map / coder combination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Coding {
+    /// Predictor along the time axis.
+    pub predictor: Predictor,
+    /// Residual map.
+    pub map: ResidualMap,
+    /// Residual coder.
+    pub coder: Coder,
+}
+
+/// Where Lorenzo finds a word's neighbour along the innermost element axis: `stride`
+/// words back, within runs of `run` words that start at multiples of `run` in a row.
+/// A stride of 0 means there is no such axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spatial {
+    /// Words between neighbours.
+    pub stride: usize,
+    /// Words per run of the innermost axis.
+    pub run: usize,
+}
+
+/// Mutable access to the rows of one tile being decoded, wherever they lie in memory.
+pub trait TileRows {
+    /// The first `len` bytes of row `j` of the tile's plane `k`.
+    fn row(&mut self, k: usize, j: usize, len: usize) -> &mut [u8];
+}
+
+/// Tile rows at fixed strides in one buffer (tiles that span whole rows).
+pub struct StridedRows<'a> {
+    /// The buffer, starting at the tile's first byte.
+    pub buf: &'a mut [u8],
+    /// Bytes from one row to the next.
+    pub row_stride: usize,
+    /// Bytes from one plane to the next.
+    pub plane_stride: usize,
+}
+
+impl TileRows for StridedRows<'_> {
+    fn row(&mut self, k: usize, j: usize, len: usize) -> &mut [u8] {
+        let at = k * self.plane_stride + j * self.row_stride;
+        &mut self.buf[at..at + len]
+    }
+}
+
+/// Tile rows as separate disjoint slices (tiles that split rows by columns; one plane).
+pub struct RowSegments<'a> {
+    /// The tile's rows in order.
+    pub rows: Vec<&'a mut [u8]>,
+}
+
+impl TileRows for RowSegments<'_> {
+    fn row(&mut self, _k: usize, j: usize, len: usize) -> &mut [u8] {
+        &mut self.rows[j][..len]
+    }
+}
+
+/// Encodes `tile` of chunk `src` with the first of `candidates` when there is one,
+/// else with the candidate estimated smallest on a sample of the tile.
+pub fn encode_tile<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    candidates: &[Coding],
+    spatial: Spatial,
+) -> Vec<u8> {
+    let coding = if candidates.len() == 1 {
+        candidates[0]
+    } else {
+        choose::<T>(src, g, tile, candidates, spatial)
+    };
+    let residuals = residuals::<T>(src, g, tile, coding, spatial, tile.col0..tile.col1);
+    let mut out = Vec::with_capacity(TILE_HEADER_LEN + residuals.len() * T::BYTES / 2);
+    out.push(coding.predictor.id());
+    out.push(coding.map.id() << 4 | coding.coder.id());
+    coding.coder.encode(&residuals, &mut out);
+    out
+}
+
+/// The candidate with the smallest estimated size on a sample of the tile's columns.
+fn choose<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    candidates: &[Coding],
+    spatial: Spatial,
+) -> Coding {
+    let rows = (tile.row1 - tile.row0) * (tile.plane1 - tile.plane0);
+    let all = tile.col1 - tile.col0;
+    let width = (SAMPLE_WORDS / rows.max(1)).clamp(all.min(64), all);
+    // Sample the middle of the tile.
+    let start = tile.col0 + (all - width) / 2;
+    let mut best = (u64::MAX, candidates[0]);
+    for &coding in candidates {
+        let r = residuals::<T>(src, g, tile, coding, spatial, start..start + width);
+        let bits = coding.coder.estimate_bits(&r);
+        if bits < best.0 {
+            best = (bits, coding);
+        }
+    }
+    best.1
+}
+
+/// Residuals of columns `cols` of `tile`, row by row, plane by plane.
+fn residuals<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    coding: Coding,
+    spatial: Spatial,
+    cols: Range<usize>,
+) -> Vec<T> {
+    let args = (src, g, tile, coding.predictor, spatial, cols);
+    match coding.map {
+        ResidualMap::Xor => residuals_with::<T, XorOp>(args),
+        ResidualMap::RotateSubtract => residuals_with::<T, RotateSubtractOp>(args),
+        ResidualMap::Subtract => residuals_with::<T, SubtractOp>(args),
+    }
+}
+
+type EncodeArgs<'a> = (
+    &'a [u8],
+    &'a Geometry,
+    &'a Tile,
+    Predictor,
+    Spatial,
+    Range<usize>,
+);
+
+fn residuals_with<T: Word, M: MapOp>(
+    (src, g, tile, predictor, spatial, cols): EncodeArgs,
+) -> Vec<T> {
+    let w = T::BYTES;
+    let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
+    let mut out: Vec<T> = Vec::with_capacity(g.tile_words(tile));
+    let mut rp = RowPredictor::<T>::new(predictor);
+    for plane in tile.plane0..tile.plane1 {
+        rp.reset();
+        for row in tile.row0..tile.row1 {
+            let width = g.row_len(row).min(cols.end).saturating_sub(cols.start);
+            if width == 0 {
+                break;
+            }
+            let at = g.offset(plane, row, cols.start) * w;
+            let mut cur = rp.take_buffer();
+            cur.extend(
+                src[at..at + width * w]
+                    .chunks_exact(w)
+                    .map(|x| M::to_int(T::load(x))),
+            );
+            let start = out.len();
+            out.resize(start + width, T::default());
+            let dst = &mut out[start..];
+            match rp.predict(width) {
+                None => {
+                    for (d, &m) in dst.iter_mut().zip(&cur) {
+                        *d = M::residual(m, T::default());
+                    }
+                }
+                Some(p) if lorenzo => {
+                    for (c, d) in dst.iter_mut().enumerate() {
+                        let term = lorenzo_term(
+                            &cur,
+                            Some(p),
+                            c,
+                            (cols.start + c) % spatial.run,
+                            spatial.stride,
+                        );
+                        *d = M::residual(cur[c], p[c].wrapping_add(term));
+                    }
+                }
+                Some(p) => {
+                    for ((d, &m), &p) in dst.iter_mut().zip(&cur).zip(p) {
+                        *d = M::residual(m, p);
+                    }
+                }
+            }
+            rp.observe(cur);
+        }
+    }
+    out
+}
+
+/// The coding a tile payload records, validated.
+pub fn parse_coding(payload: &[u8]) -> std::result::Result<Coding, String> {
+    if payload.len() < TILE_HEADER_LEN {
+        return Err(format!("{} bytes, no tile header", payload.len()));
+    }
+    let predictor = Predictor::from_id(payload[0].into())
+        .ok_or_else(|| format!("unknown predictor {}", payload[0]))?;
+    let map = ResidualMap::from_id((payload[1] >> 4).into())
+        .ok_or_else(|| format!("unknown residual map {}", payload[1] >> 4))?;
+    let coder = Coder::from_id((payload[1] & 15).into())
+        .ok_or_else(|| format!("unknown residual coder {}", payload[1] & 15))?;
+    Ok(Coding {
+        predictor,
+        map,
+        coder,
+    })
+}
+
+/// Decodes tile number `index` from `payload` into `rows`.
+pub fn decode_tile<T: Word>(
+    payload: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    index: usize,
+    rows: &mut impl TileRows,
+    spatial: Spatial,
+) -> Result<()> {
+    let corrupt = |reason: String| Error::CorruptBlock { index, reason };
+    let coding = parse_coding(payload).map_err(corrupt)?;
+    let mut residuals = vec![T::default(); g.tile_words(tile)];
+    coding
+        .coder
+        .decode(&payload[TILE_HEADER_LEN..], &mut residuals)
+        .map_err(corrupt)?;
+    let args = (&residuals[..], g, tile, coding.predictor, spatial);
+    match coding.map {
+        ResidualMap::Xor => restore_with::<T, XorOp>(args, rows),
+        ResidualMap::RotateSubtract => restore_with::<T, RotateSubtractOp>(args, rows),
+        ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows),
+    }
+    Ok(())
+}
+
+type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Predictor, Spatial);
+
+fn restore_with<T: Word, M: MapOp>(
+    (mut residuals, g, tile, predictor, spatial): DecodeArgs<T>,
+    rows: &mut impl TileRows,
+) {
+    let w = T::BYTES;
+    let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
+    let mut rp = RowPredictor::<T>::new(predictor);
+    for k in 0..tile.plane1 - tile.plane0 {
+        rp.reset();
+        for j in 0..tile.row1 - tile.row0 {
+            let width = g.tile_row_width(tile, tile.row0 + j);
+            if width == 0 {
+                break;
+            }
+            let (r, rest) = residuals.split_at(width);
+            residuals = rest;
+            let mut cur = rp.take_buffer();
+            match rp.predict(width) {
+                None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
+                Some(p) if lorenzo => {
+                    cur.resize(width, T::default());
+                    for c in 0..width {
+                        let term = lorenzo_term(
+                            &cur,
+                            Some(p),
+                            c,
+                            (tile.col0 + c) % spatial.run,
+                            spatial.stride,
+                        );
+                        cur[c] = M::restore(r[c], p[c].wrapping_add(term));
+                    }
+                }
+                Some(p) => cur.extend(r.iter().zip(p).map(|(&r, &p)| M::restore(r, p))),
+            }
+            let out = rows.row(k, j, width * w);
+            for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
+                M::from_int(m).store(dst);
+            }
+            rp.observe(cur);
+        }
+    }
+}
