@@ -10,14 +10,16 @@ use std::ops::Range;
 use crate::coder::Coder;
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tile};
-use crate::predict::{lorenzo_term, Predictor, RowPredictor};
+use crate::predict::{lorenzo_term, spatial_neighbour, Predictor, RowPredictor};
 use crate::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
 use crate::word::Word;
 
 /// Bytes of the per-tile header.
 pub const TILE_HEADER_LEN: usize = 2;
-/// Columns of a tile sampled to choose a coding automatically.
+/// Words of a tile sampled to choose a coding automatically.
 const SAMPLE_WORDS: usize = 1 << 13;
+/// Column segments the sample is spread over.
+const SAMPLE_SEGMENTS: usize = 8;
 
 /// One predictor / map / coder combination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,7 +100,8 @@ pub fn encode_tile<T: Word>(
     out
 }
 
-/// The candidate with the smallest estimated size on a sample of the tile's columns.
+/// The candidate with the smallest estimated size on a sample of the tile: column
+/// segments spread evenly across it, all rows.
 fn choose<T: Word>(
     src: &[u8],
     g: &Geometry,
@@ -108,13 +111,26 @@ fn choose<T: Word>(
 ) -> Coding {
     let rows = (tile.row1 - tile.row0) * (tile.plane1 - tile.plane0);
     let all = tile.col1 - tile.col0;
-    let width = (SAMPLE_WORDS / rows.max(1)).clamp(all.min(64), all);
-    // Sample the middle of the tile.
-    let start = tile.col0 + (all - width) / 2;
+    let width = (SAMPLE_WORDS / SAMPLE_SEGMENTS / rows.max(1)).clamp(all.min(64), all);
+    let segments = SAMPLE_SEGMENTS.min(all / width);
+    let starts: Vec<usize> = (0..segments)
+        .map(|i| tile.col0 + (all - width) * i / (segments - 1).max(1))
+        .collect();
     let mut best = (u64::MAX, candidates[0]);
     for &coding in candidates {
-        let r = residuals::<T>(src, g, tile, coding, spatial, start..start + width);
-        let bits = coding.coder.estimate_bits(&r);
+        let bits: u64 = starts
+            .iter()
+            .map(|&start| {
+                coding.coder.estimate_bits(&residuals::<T>(
+                    src,
+                    g,
+                    tile,
+                    coding,
+                    spatial,
+                    start..start + width,
+                ))
+            })
+            .sum();
         if bits < best.0 {
             best = (bits, coding);
         }
@@ -173,6 +189,17 @@ fn residuals_with<T: Word, M: MapOp>(
             out.resize(start + width, T::default());
             let dst = &mut out[start..];
             match rp.predict(width) {
+                None if lorenzo => {
+                    for (c, d) in dst.iter_mut().enumerate() {
+                        let p = spatial_neighbour(
+                            &cur,
+                            c,
+                            (cols.start + c) % spatial.run,
+                            spatial.stride,
+                        );
+                        *d = M::residual(cur[c], p);
+                    }
+                }
                 None => {
                     for (d, &m) in dst.iter_mut().zip(&cur) {
                         *d = M::residual(m, T::default());
@@ -265,6 +292,18 @@ fn restore_with<T: Word, M: MapOp>(
             residuals = rest;
             let mut cur = rp.take_buffer();
             match rp.predict(width) {
+                None if lorenzo => {
+                    cur.resize(width, T::default());
+                    for c in 0..width {
+                        let p = spatial_neighbour(
+                            &cur,
+                            c,
+                            (tile.col0 + c) % spatial.run,
+                            spatial.stride,
+                        );
+                        cur[c] = M::restore(r[c], p);
+                    }
+                }
                 None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
                 Some(p) if lorenzo => {
                     cur.resize(width, T::default());
