@@ -118,8 +118,10 @@ impl Params {
             self.predictor.map_or(AUTO_PREDICTORS.to_vec(), |p| vec![p]);
         let maps: Vec<ResidualMap> = match (self.residual_map, self.element) {
             (Some(map), _) => vec![map],
-            (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract, ResidualMap::Xor],
-            (None, ElementKind::Integer) => vec![ResidualMap::Subtract, ResidualMap::Xor],
+            // XOR never beat the subtracting maps on floats or integers in the HERA
+            // measurements (README), so auto only tries it on other data.
+            (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract],
+            (None, ElementKind::Integer) => vec![ResidualMap::Subtract],
             (None, ElementKind::Other) => vec![ResidualMap::Xor, ResidualMap::Subtract],
         };
         let coder = self.coder.unwrap_or(DEFAULT_CODER);

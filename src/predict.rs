@@ -257,35 +257,6 @@ fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
     }
 }
 
-/// Lorenzo on a tile's first row, which has no previous row: the value `s` columns
-/// back in the same run of the innermost axis (zero where there is none).
-#[inline(always)]
-pub fn spatial_neighbour<T: Word>(cur: &[T], c: usize, in_run: usize, s: usize) -> T {
-    if in_run >= s && c >= s {
-        cur[c - s]
-    } else {
-        T::default()
-    }
-}
-
-/// Lorenzo's spatial correction for column `c` of the current row (`c` counted from the
-/// start of `cur`, at offset `in_run` within its run of the innermost axis): the current
-/// row's value `s` columns back minus the previous row's; zero at the start of a run,
-/// before `s` columns of `cur`, or without a previous row.
-#[inline(always)]
-pub fn lorenzo_term<T: Word>(
-    cur: &[T],
-    prev: Option<&[T]>,
-    c: usize,
-    in_run: usize,
-    s: usize,
-) -> T {
-    match prev {
-        Some(prev) if in_run >= s && c >= s => cur[c - s].wrapping_sub(prev[c - s]),
-        _ => T::default(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use std::ops::Range;
 use crate::coder::Coder;
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tile};
-use crate::predict::{lorenzo_term, spatial_neighbour, Predictor, RowPredictor};
+use crate::predict::{Predictor, RowPredictor};
 use crate::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
 use crate::word::Word;
 
@@ -121,7 +121,7 @@ fn choose<T: Word>(
         let bits: u64 = starts
             .iter()
             .map(|&start| {
-                coding.coder.estimate_bits(&residuals::<T>(
+                size_proxy(&residuals::<T>(
                     src,
                     g,
                     tile,
@@ -136,6 +136,15 @@ fn choose<T: Word>(
         }
     }
     best.1
+}
+
+/// A cheap stand-in for any coder's size, to rank candidates: the residuals'
+/// significant bits plus one per residual.
+fn size_proxy<T: Word>(residuals: &[T]) -> u64 {
+    residuals
+        .iter()
+        .map(|r| u64::from(r.bit_length()) + 1)
+        .sum()
 }
 
 /// Residuals of columns `cols` of `tile`, row by row, plane by plane.
@@ -188,16 +197,18 @@ fn residuals_with<T: Word, M: MapOp>(
             let start = out.len();
             out.resize(start + width, T::default());
             let dst = &mut out[start..];
+            let s = spatial.stride;
             match rp.predict(width) {
                 None if lorenzo => {
-                    for (c, d) in dst.iter_mut().enumerate() {
-                        let p = spatial_neighbour(
-                            &cur,
-                            c,
-                            (cols.start + c) % spatial.run,
-                            spatial.stride,
-                        );
-                        *d = M::residual(cur[c], p);
+                    for run in runs(cols.start, width, spatial) {
+                        for c in run.clone() {
+                            let p = if c >= run.start + s {
+                                cur[c - s]
+                            } else {
+                                T::default()
+                            };
+                            dst[c] = M::residual(cur[c], p);
+                        }
                     }
                 }
                 None => {
@@ -206,15 +217,15 @@ fn residuals_with<T: Word, M: MapOp>(
                     }
                 }
                 Some(p) if lorenzo => {
-                    for (c, d) in dst.iter_mut().enumerate() {
-                        let term = lorenzo_term(
-                            &cur,
-                            Some(p),
-                            c,
-                            (cols.start + c) % spatial.run,
-                            spatial.stride,
-                        );
-                        *d = M::residual(cur[c], p[c].wrapping_add(term));
+                    for run in runs(cols.start, width, spatial) {
+                        let head = run.start..(run.start + s).min(run.end);
+                        for c in head.clone() {
+                            dst[c] = M::residual(cur[c], p[c]);
+                        }
+                        for c in head.end..run.end {
+                            let predicted = p[c].wrapping_add(cur[c - s]).wrapping_sub(p[c - s]);
+                            dst[c] = M::residual(cur[c], predicted);
+                        }
                     }
                 }
                 Some(p) => {
@@ -227,6 +238,22 @@ fn residuals_with<T: Word, M: MapOp>(
         }
     }
     out
+}
+
+/// The runs of the innermost axis that columns `start..start + width` of a row cross,
+/// as index ranges into those columns (one run of everything without such an axis).
+fn runs(start: usize, width: usize, spatial: Spatial) -> impl Iterator<Item = Range<usize>> {
+    let run = if spatial.stride == 0 {
+        usize::MAX
+    } else {
+        spatial.run
+    };
+    let first = (run - start % run).min(width);
+    std::iter::once(0..first).chain(
+        (first..width)
+            .step_by(run.max(1))
+            .map(move |at| at..(at + run).min(width)),
+    )
 }
 
 /// The coding a tile payload records, validated.
@@ -291,34 +318,49 @@ fn restore_with<T: Word, M: MapOp>(
             let (r, rest) = residuals.split_at(width);
             residuals = rest;
             let mut cur = rp.take_buffer();
+            cur.resize(width, T::default());
+            let s = spatial.stride;
             match rp.predict(width) {
                 None if lorenzo => {
-                    cur.resize(width, T::default());
-                    for c in 0..width {
-                        let p = spatial_neighbour(
-                            &cur,
-                            c,
-                            (tile.col0 + c) % spatial.run,
-                            spatial.stride,
-                        );
-                        cur[c] = M::restore(r[c], p);
+                    for run in runs(tile.col0, width, spatial) {
+                        for c in run.clone() {
+                            let p = if c >= run.start + s {
+                                cur[c - s]
+                            } else {
+                                T::default()
+                            };
+                            cur[c] = M::restore(r[c], p);
+                        }
                     }
                 }
-                None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
+                None => {
+                    for (m, &r) in cur.iter_mut().zip(r) {
+                        *m = M::restore(r, T::default());
+                    }
+                }
                 Some(p) if lorenzo => {
-                    cur.resize(width, T::default());
-                    for c in 0..width {
-                        let term = lorenzo_term(
-                            &cur,
-                            Some(p),
-                            c,
-                            (tile.col0 + c) % spatial.run,
-                            spatial.stride,
-                        );
-                        cur[c] = M::restore(r[c], p[c].wrapping_add(term));
+                    for run in runs(tile.col0, width, spatial) {
+                        let head = run.start..(run.start + s).min(run.end);
+                        for c in head.clone() {
+                            cur[c] = M::restore(r[c], p[c]);
+                        }
+                        for c in head.end..run.end {
+                            let predicted = p[c].wrapping_add(cur[c - s]).wrapping_sub(p[c - s]);
+                            cur[c] = M::restore(r[c], predicted);
+                        }
                     }
                 }
-                Some(p) => cur.extend(r.iter().zip(p).map(|(&r, &p)| M::restore(r, p))),
+                Some(p) => {
+                    let out = rows.row(k, j, width * w);
+                    for (((dst, m), &r), &p) in
+                        out.chunks_exact_mut(w).zip(cur.iter_mut()).zip(r).zip(p)
+                    {
+                        *m = M::restore(r, p);
+                        M::from_int(*m).store(dst);
+                    }
+                    rp.observe(cur);
+                    continue;
+                }
             }
             let out = rows.row(k, j, width * w);
             for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
