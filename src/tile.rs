@@ -17,7 +17,7 @@ use crate::word::Word;
 /// Bytes of the per-tile header.
 pub const TILE_HEADER_LEN: usize = 2;
 /// Words of a tile sampled to choose a coding automatically.
-const SAMPLE_WORDS: usize = 1 << 13;
+const SAMPLE_WORDS: usize = 1 << 12;
 /// Column segments the sample is spread over.
 const SAMPLE_SEGMENTS: usize = 8;
 
@@ -318,7 +318,7 @@ fn restore_with<T: Word, M: MapOp>(
             let (r, rest) = residuals.split_at(width);
             residuals = rest;
             let mut cur = rp.take_buffer();
-            cur.resize(width, T::default());
+            let out = rows.row(k, j, width * w);
             let s = spatial.stride;
             match rp.predict(width) {
                 None if lorenzo => {
@@ -329,40 +329,25 @@ fn restore_with<T: Word, M: MapOp>(
                             } else {
                                 T::default()
                             };
-                            cur[c] = M::restore(r[c], p);
+                            cur.push(M::restore(r[c], p));
                         }
                     }
                 }
-                None => {
-                    for (m, &r) in cur.iter_mut().zip(r) {
-                        *m = M::restore(r, T::default());
-                    }
-                }
+                None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
                 Some(p) if lorenzo => {
                     for run in runs(tile.col0, width, spatial) {
                         let head = run.start..(run.start + s).min(run.end);
                         for c in head.clone() {
-                            cur[c] = M::restore(r[c], p[c]);
+                            cur.push(M::restore(r[c], p[c]));
                         }
                         for c in head.end..run.end {
                             let predicted = p[c].wrapping_add(cur[c - s]).wrapping_sub(p[c - s]);
-                            cur[c] = M::restore(r[c], predicted);
+                            cur.push(M::restore(r[c], predicted));
                         }
                     }
                 }
-                Some(p) => {
-                    let out = rows.row(k, j, width * w);
-                    for (((dst, m), &r), &p) in
-                        out.chunks_exact_mut(w).zip(cur.iter_mut()).zip(r).zip(p)
-                    {
-                        *m = M::restore(r, p);
-                        M::from_int(*m).store(dst);
-                    }
-                    rp.observe(cur);
-                    continue;
-                }
+                Some(p) => cur.extend(r.iter().zip(p).map(|(&r, &p)| M::restore(r, p))),
             }
-            let out = rows.row(k, j, width * w);
             for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
                 M::from_int(m).store(dst);
             }
