@@ -8,19 +8,21 @@
 //! gain's amplitude. The same values are benched as float32 (8 MiB chunk, 4-byte
 //! words) and as float64 (16 MiB chunk, 8-byte words), with time axis 0.
 //!
-//! For each word size there is one criterion group (`f32`, `f64`) with five lines:
+//! For each word size there is one criterion group (`f32`, `f64`) with:
 //!
 //! * `memcpy`: `copy_from_slice` of the raw chunk into a preallocated buffer, the
 //!   baseline measured in the same run, on the same machine;
-//! * `compress/1thread` and `compress/allcores` (`Params::threads` = 1 and 0);
-//! * `decompress/1thread` and `decompress/allcores` (`decompress_with` with 1 and 0
-//!   threads; the checksum verification is included).
+//! * for each predictor x map x coder variant (`auto+auto+default` is karoo's default;
+//!   then every predictor with Rice, the bit-plane coder, and seed 000's
+//!   `previous+xor+lzbytes`; `KAROO_BENCH_ALL=1` runs every predictor with every coder):
+//!   `<variant>/compress/1thread`, `.../compress/allcores` (`Params::threads` = 1 and 0),
+//!   `.../decompress/1thread`, `.../decompress/allcores` (`decompress_with`; the
+//!   checksum verification is included).
 //!
 //! Every line reports throughput in bytes of *raw* (uncompressed) data per second, so
 //! the lines compare directly: divide a codec line's throughput by the `memcpy`
 //! line's to get the codec's speed as a fraction of a plain memory copy. The
-//! compression ratio (compressed / raw) of each chunk is printed once to stderr before
-//! the groups run.
+//! compression ratio (compressed / raw) of each variant is printed to stderr.
 //!
 //! Run with `cargo bench --bench codec` (add `-- --quick` for a rough, faster pass).
 
@@ -97,10 +99,71 @@ fn f64_bytes(values: &[f64]) -> Vec<u8> {
     values.iter().flat_map(|&v| v.to_le_bytes()).collect()
 }
 
-fn params(word_size: usize, threads: usize) -> karoo::Params {
-    let mut p = karoo::Params::new(word_size, &SHAPE);
-    p.threads = threads;
-    p
+/// A predictor x map x coder combination, by name (`None` fields: auto / default).
+struct Variant {
+    name: String,
+    predictor: Option<karoo::Predictor>,
+    map: Option<karoo::ResidualMap>,
+    coder: Option<karoo::Coder>,
+}
+
+/// The combinations measured: the default, every predictor with Rice, the fast
+/// bit-plane coder, and seed 000's original scheme. `KAROO_BENCH_ALL=1` measures every
+/// predictor with every coder instead.
+fn variants() -> Vec<Variant> {
+    use karoo::{Coder, Predictor, ResidualMap};
+    let named =
+        |predictor: Option<Predictor>, map: Option<ResidualMap>, coder: Option<Coder>| Variant {
+            name: format!(
+                "{}+{}+{}",
+                predictor.map_or("auto".into(), |p| p.name()),
+                map.map_or("auto", |m| match m {
+                    ResidualMap::Xor => "xor",
+                    ResidualMap::RotateSubtract => "rotsub",
+                    ResidualMap::Subtract => "sub",
+                }),
+                coder.map_or("default", Coder::name)
+            ),
+            predictor,
+            map,
+            coder,
+        };
+    let mut out = vec![named(None, None, None)];
+    let coders: Vec<Coder> = if std::env::var_os("KAROO_BENCH_ALL").is_some() {
+        Coder::ALL.to_vec()
+    } else {
+        vec![Coder::Rice]
+    };
+    for coder in &coders {
+        for predictor in Predictor::ALL {
+            out.push(named(Some(predictor), None, Some(*coder)));
+        }
+    }
+    if coders.len() == 1 {
+        out.push(named(None, None, Some(Coder::Bitplane)));
+        out.push(named(
+            Some(Predictor::PREVIOUS),
+            None,
+            Some(Coder::Bitplane),
+        ));
+        out.push(named(
+            Some(Predictor::PREVIOUS),
+            Some(ResidualMap::Xor),
+            Some(Coder::LeadingZeroBytes),
+        ));
+    }
+    out
+}
+
+fn params(word_size: usize, threads: usize, variant: &Variant) -> karoo::Params {
+    karoo::Params {
+        threads,
+        components: 2,
+        predictor: variant.predictor,
+        residual_map: variant.map,
+        coder: variant.coder,
+        ..karoo::Params::new(word_size, &SHAPE)
+    }
 }
 
 fn bench_dataset(
@@ -108,17 +171,10 @@ fn bench_dataset(
     raw: &[u8],
     word_size: usize,
 ) {
-    let packed = karoo::compress(raw, &params(word_size, 0)).expect("compress");
-    assert_eq!(
-        karoo::decompress(&packed).expect("decompress"),
-        raw,
-        "round trip"
-    );
-
     group.throughput(Throughput::Bytes(raw.len() as u64));
-    group.sample_size(20);
-    group.warm_up_time(Duration::from_secs(1));
-    group.measurement_time(Duration::from_secs(3));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(300));
+    group.measurement_time(Duration::from_secs(1));
 
     let mut dst = vec![0u8; raw.len()];
     group.bench_function("memcpy", |b| {
@@ -127,18 +183,30 @@ fn bench_dataset(
             black_box(&mut dst);
         })
     });
-    for (name, threads) in [("1thread", 1), ("allcores", 0)] {
-        let p = params(word_size, threads);
-        group.bench_function(format!("compress/{name}"), |b| {
-            b.iter(|| karoo::compress(black_box(raw), &p).expect("compress"))
-        });
-    }
-    for (name, threads) in [("1thread", 1), ("allcores", 0)] {
-        group.bench_function(format!("decompress/{name}"), |b| {
-            b.iter(|| {
-                karoo::decompress_with(black_box(&packed), u64::MAX, threads).expect("decompress")
-            })
-        });
+    for variant in variants() {
+        let packed = karoo::compress(raw, &params(word_size, 0, &variant)).expect("compress");
+        assert_eq!(
+            karoo::decompress(&packed).expect("decompress"),
+            raw,
+            "round trip"
+        );
+        eprintln!(
+            "{} bytes/word {word_size}: ratio {:.4}",
+            variant.name,
+            packed.len() as f64 / raw.len() as f64
+        );
+        for (threads_name, threads) in [("1thread", 1), ("allcores", 0)] {
+            let p = params(word_size, threads, &variant);
+            group.bench_function(format!("{}/compress/{threads_name}", variant.name), |b| {
+                b.iter(|| karoo::compress(black_box(raw), &p).expect("compress"))
+            });
+            group.bench_function(format!("{}/decompress/{threads_name}", variant.name), |b| {
+                b.iter(|| {
+                    karoo::decompress_with(black_box(&packed), u64::MAX, threads)
+                        .expect("decompress")
+                })
+            });
+        }
     }
 }
 
@@ -148,15 +216,6 @@ fn codec(c: &mut Criterion) {
         ("f32", f32_bytes(&values), 4),
         ("f64", f64_bytes(&values), 8),
     ];
-    for (name, raw, word_size) in &datasets {
-        let packed = karoo::compress(raw, &params(*word_size, 0)).expect("compress");
-        eprintln!(
-            "{name}: shape {SHAPE:?}, {} raw bytes -> {} compressed, ratio {:.4} (compressed/raw)",
-            raw.len(),
-            packed.len(),
-            packed.len() as f64 / raw.len() as f64
-        );
-    }
     for (name, raw, word_size) in &datasets {
         let mut group = c.benchmark_group(*name);
         bench_dataset(&mut group, raw, *word_size);

@@ -142,8 +142,12 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4.5), squeeze=False)
-    for ax, (title, rows) in zip(axes[0], results):
+    cols = min(2, len(results))
+    nrows = -(-len(results) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(7 * cols, 5 * nrows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.remove()
+    for ax, (title, rows) in zip(axes.flat, results):
         for name, ratio, write, read in rows:
             marker = "*" if name.startswith("karoo") else "o"
             ax.scatter(read, ratio, marker=marker, s=80 if marker == "*" else 30)
@@ -151,11 +155,24 @@ def plot(results, path):
         ax.set_xscale("log")
         ax.set_xlabel("read MB/s (h5py, log)")
         ax.set_ylabel("stored / raw (lower is better)")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title.split(":")[0], fontsize=10)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"\nplot saved to {path}")
+
+
+def parse_tables(text):
+    """(title, rows) of every table a previous run printed (to re-plot it)."""
+    results, rows, title = [], None, None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            title, rows = line[4:], []
+            results.append((title, rows))
+        elif rows is not None and line.startswith("| ") and not line.startswith("| filter"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows.append((cells[0], float(cells[1]), float(cells[2]), float(cells[3])))
+    return results
 
 
 def matrix(directory, loads, repeats):
@@ -180,7 +197,11 @@ def main():
     parser.add_argument("--quick", action="store_true", help="an 8 MiB observation instead of 64 MiB")
     parser.add_argument("--matrix", action="store_true", help="every predictor x map x coder instead of peers")
     parser.add_argument("--out", default=str(REPO / "bench-out"))
+    parser.add_argument("--replot", metavar="TABLES.md", help="only re-plot the tables a previous run printed")
     args = parser.parse_args()
+    if args.replot:
+        plot(parse_tables(pathlib.Path(args.replot).read_text()), pathlib.Path(args.out) / "pareto.png")
+        return
     shm = pathlib.Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
     loads = workloads(args.quick)
