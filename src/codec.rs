@@ -37,31 +37,22 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
         tile_sizes: Vec::new(),
     };
     let tiles = geometry.tiles();
-    let (payloads, checksum) = run_with_threads(params.threads, || {
-        rayon::join(
-            || {
-                tiles
-                    .par_iter()
-                    .map(|tile| {
-                        encode_tile(
-                            params.word_size,
-                            data,
-                            &geometry,
-                            tile,
-                            &candidates,
-                            spatial,
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            },
-            || format::data_checksum(data),
-        )
+    let w = params.word_size;
+    let (payloads, digests): (Vec<Vec<u8>>, Vec<u64>) = run_with_threads(params.threads, || {
+        tiles
+            .par_iter()
+            .map(|tile| {
+                let payload = encode_tile(w, data, &geometry, tile, &candidates, spatial);
+                (payload, format::tile_digest(data, &geometry, tile, w))
+            })
+            .unzip()
     });
-    header.checksum = checksum;
+    header.checksum = format::combine_digests(&digests);
     let payload_len: usize = payloads.iter().map(Vec::len).sum();
     let fits_table = payloads.iter().all(|p| u32::try_from(p.len()).is_ok());
     if payload_len >= data.len() || !fits_table {
         header.flags = FLAG_STORED;
+        header.checksum = format::data_checksum(data);
         let mut out = Vec::with_capacity(header.encoded_len() + data.len());
         header.write(&mut out);
         out.extend_from_slice(data);
@@ -108,8 +99,11 @@ pub fn decompress_into(input: &[u8], out: &mut [u8], threads: usize) -> Result<(
             header.decoded_size
         )));
     }
-    match &chunk.body {
-        Body::Stored(payload) => out.copy_from_slice(payload),
+    let actual = match &chunk.body {
+        Body::Stored(payload) => {
+            out.copy_from_slice(payload);
+            format::data_checksum(out)
+        }
         Body::Tiled {
             geometry,
             tiles,
@@ -120,10 +114,18 @@ pub fn decompress_into(input: &[u8], out: &mut [u8], threads: usize) -> Result<(
                 word_size: header.word_size as usize,
                 spatial: header.spatial,
             };
-            run_with_threads(threads, || decode_tiles(decoder, tiles, payloads, out))?
+            run_with_threads(threads, || -> Result<u64> {
+                decode_tiles(decoder, tiles, payloads, out)?;
+                let w = decoder.word_size;
+                let out = &*out;
+                let digests: Vec<u64> = tiles
+                    .par_iter()
+                    .map(|tile| format::tile_digest(out, geometry, tile, w))
+                    .collect();
+                Ok(format::combine_digests(&digests))
+            })?
         }
-    }
-    let actual = format::data_checksum(out);
+    };
     if actual != header.checksum {
         return Err(Error::ChecksumMismatch {
             stored: header.checksum,

@@ -22,7 +22,7 @@
 //! | 48 | 8 | columns per tile |
 //! | 56 | 8 | Lorenzo stride in words (0: no spatial neighbour) |
 //! | 64 | 8 | Lorenzo run in words |
-//! | 72 | 8 | XXH3-64 checksum of the decoded bytes |
+//! | 72 | 8 | checksum of the decoded bytes: XXH3-64 of the little-endian XXH3-64 digests of each tile's decoded words (in tile order, rows in order); for a stored chunk, XXH3-64 of the bytes |
 //! | 80 | 4 | tile count `n` |
 //! | 84 | 8 x rank | shape in words |
 //! | .. | 4 x n | encoded size of each tile |
@@ -31,11 +31,11 @@
 //! The tile payloads follow the header, in tile order; each starts with the predictor,
 //! residual map and coder it was coded with (see `tile`).
 
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::coder::Coder;
 use crate::error::{Error, Result};
-use crate::layout::{Geometry, Tiling};
+use crate::layout::{Geometry, Tile, Tiling};
 use crate::params::MAX_RANK;
 use crate::predict::Predictor;
 use crate::residual::ResidualMap;
@@ -82,9 +82,29 @@ pub struct Header {
     pub tile_sizes: Vec<u32>,
 }
 
-/// Checksum of decoded bytes, as recorded in the header.
+/// Checksum of the decoded bytes of a stored (verbatim) chunk.
 pub fn data_checksum(bytes: &[u8]) -> u64 {
     xxh3_64(bytes)
+}
+
+/// XXH3-64 of the words of `tile` in `chunk`, row by row: computed per tile so the
+/// checksum of a chunk is computed in parallel, and still covers every decoded byte.
+pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
+    if g.tiles_are_contiguous() {
+        let start = g.offset(tile.plane0, tile.row0, 0) * w;
+        return xxh3_64(&chunk[start..start + g.tile_words(tile) * w]);
+    }
+    let mut hasher = Xxh3::new();
+    for words in g.tile_row_ranges(tile) {
+        hasher.update(&chunk[words.start * w..words.end * w]);
+    }
+    hasher.digest()
+}
+
+/// The chunk checksum of per-tile digests.
+pub fn combine_digests(digests: &[u64]) -> u64 {
+    let bytes: Vec<u8> = digests.iter().flat_map(|d| d.to_le_bytes()).collect();
+    xxh3_64(&bytes)
 }
 
 impl Header {

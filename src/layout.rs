@@ -160,6 +160,21 @@ impl Geometry {
         per_plane * (tile.plane1 - tile.plane0)
     }
 
+    /// The word ranges of `tile`'s rows in the chunk, plane by plane, row by row,
+    /// leaving out rows the tile does not reach (a plane's short last row).
+    pub fn tile_row_ranges<'a>(
+        &'a self,
+        tile: &'a Tile,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
+        (tile.plane0..tile.plane1).flat_map(move |plane| {
+            (tile.row0..tile.row1).filter_map(move |row| {
+                let width = self.tile_row_width(tile, row);
+                let at = self.offset(plane, row, tile.col0);
+                (width > 0).then_some(at..at + width)
+            })
+        })
+    }
+
     /// Word offset of row `row`, column `col` of plane `plane` in the chunk.
     pub fn offset(&self, plane: usize, row: usize, col: usize) -> usize {
         plane * self.plane_len + row * self.lag + col
@@ -229,11 +244,9 @@ mod tests {
     fn covered(g: &Geometry) -> Vec<u32> {
         let mut hits = vec![0u32; g.words()];
         for tile in g.tiles() {
-            for p in tile.plane0..tile.plane1 {
-                for r in tile.row0..tile.row1 {
-                    for c in tile.col0..tile.col0 + g.tile_row_width(&tile, r) {
-                        hits[g.offset(p, r, c)] += 1;
-                    }
+            for words in g.tile_row_ranges(&tile) {
+                for hit in &mut hits[words] {
+                    *hit += 1;
                 }
             }
         }

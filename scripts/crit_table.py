@@ -1,0 +1,31 @@
+"""Markdown table of `cargo bench --bench codec` results: throughput of each variant
+(GB/s of raw data, criterion's median) and as a fraction of the memcpy measured in the
+same run. Usage: python3 scripts/crit_table.py [target/criterion]"""
+
+import json
+import pathlib
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "target/criterion")
+results = {}
+for bench in root.glob("*/*/new/benchmark.json"):
+    info = json.loads(bench.read_text())
+    estimates = json.loads((bench.parent / "estimates.json").read_text())
+    throughput = info.get("throughput") or {}
+    size = throughput.get("Bytes") or throughput.get("BytesDecimal")
+    if size:
+        results[(info["group_id"], info["function_id"])] = size / estimates["median"]["point_estimate"]
+
+for group in sorted({g for g, _ in results}):
+    memcpy = results.get((group, "memcpy"))
+    print(f"\n### {group} (memcpy {memcpy:.1f} GB/s)\n")
+    print("| variant | compress 1 thread | compress 2 threads | decompress 1 thread | decompress 2 threads |")
+    print("|---|---|---|---|---|")
+    variants = sorted({f.split("/")[0] for g, f in results if g == group and "+" in f},
+                      key=lambda v: (not v.startswith("auto+auto"), v))
+    for v in variants:
+        cells = []
+        for op in ("compress/1thread", "compress/allcores", "decompress/1thread", "decompress/allcores"):
+            r = results.get((group, f"{v}/{op}"))
+            cells.append(f"{r:.2f} ({r / memcpy:.3f})" if r else "-")
+        print(f"| {v} | " + " | ".join(cells) + " |")

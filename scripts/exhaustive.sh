@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every float32 bit pattern through every predictor and residual map (release mode,
+# all cores; a few minutes per predictor on 2 cores). Set KAROO_EXHAUSTIVE_SHARE=n to
+# cover every n-th block of patterns only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+time cargo test --release --test exhaustive -- --ignored --nocapture

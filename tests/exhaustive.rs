@@ -1,0 +1,43 @@
+//! Every one of the 2^32 float32 bit patterns round-trips through every predictor and
+//! residual map. Slow (minutes, release mode, all cores): ignored by default, run with
+//! `scripts/exhaustive.sh` (`cargo test --release --test exhaustive -- --ignored`).
+//! `KAROO_EXHAUSTIVE_SHARE=n` covers only 1/n of the patterns (every n-th block).
+
+use karoo::{compress, decompress_with, Params, Predictor, ResidualMap};
+use rayon::prelude::*;
+
+/// Patterns per chunk: 64 time steps of 65536 series (16 MiB).
+const BLOCK: u64 = 1 << 22;
+
+#[test]
+#[ignore = "exhaustive: minutes in release mode; run scripts/exhaustive.sh"]
+fn every_float32_bit_pattern_round_trips_through_every_predictor_and_map() {
+    let share: u64 = std::env::var("KAROO_EXHAUSTIVE_SHARE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let blocks: Vec<u64> = (0..(1u64 << 32) / BLOCK).step_by(share as usize).collect();
+    for predictor in Predictor::ALL {
+        for map in ResidualMap::ALL {
+            let params = Params {
+                predictor: Some(predictor),
+                residual_map: Some(map),
+                threads: 1,
+                ..Params::new(4, &[64, (BLOCK / 64) as usize])
+            };
+            blocks.par_iter().for_each(|&block| {
+                let data: Vec<u8> = (block * BLOCK..(block + 1) * BLOCK)
+                    .flat_map(|p| (p as u32).to_le_bytes())
+                    .collect();
+                let packed = compress(&data, &params).expect("compress");
+                let back = decompress_with(&packed, data.len() as u64, 1).expect("decompress");
+                assert!(back == data, "{predictor:?} {map:?}: block {block} differs");
+            });
+            eprintln!(
+                "{} + {map:?}: {} patterns round-trip",
+                predictor.name(),
+                blocks.len() as u64 * BLOCK
+            );
+        }
+    }
+}
