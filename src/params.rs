@@ -119,8 +119,9 @@ impl Params {
         let maps: Vec<ResidualMap> = match (self.residual_map, self.element) {
             (Some(map), _) => vec![map],
             // XOR never beat the subtracting maps on floats or integers in the HERA
-            // measurements (README), so auto only tries it on other data.
-            (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract],
+            // measurements (README), so auto only tries it on other data. Rotate-subtract
+            // wins on real float data, plain subtraction on some generated data.
+            (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract, ResidualMap::Subtract],
             (None, ElementKind::Integer) => vec![ResidualMap::Subtract],
             (None, ElementKind::Other) => vec![ResidualMap::Xor, ResidualMap::Subtract],
         };

@@ -121,7 +121,7 @@ fn choose<T: Word>(
         let bits: u64 = starts
             .iter()
             .map(|&start| {
-                size_proxy(&residuals::<T>(
+                coding.coder.estimate_bits(&residuals::<T>(
                     src,
                     g,
                     tile,
@@ -136,15 +136,6 @@ fn choose<T: Word>(
         }
     }
     best.1
-}
-
-/// A cheap stand-in for any coder's size, to rank candidates: the residuals'
-/// significant bits plus one per residual.
-fn size_proxy<T: Word>(residuals: &[T]) -> u64 {
-    residuals
-        .iter()
-        .map(|r| u64::from(r.bit_length()) + 1)
-        .sum()
 }
 
 /// Residuals of columns `cols` of `tile`, row by row, plane by plane.

@@ -18,7 +18,7 @@
 //! | 11..11+r | set_local | chunk dimensions, slowest first |
 //!
 //! Predictors (low byte of `[1]`): 0 auto (per tile, among previous, parallelogram,
-//! mean4 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
+//! mean of 2 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
 //! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
 //! 11 Lorenzo, 12 auto. Residual maps (second byte): 0 auto (by element class), 1 XOR,
 //! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice),
