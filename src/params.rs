@@ -204,7 +204,7 @@ impl Params {
 pub(crate) fn spatial(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
     let element_rank = shape.len() - usize::from(components > 1);
     match element_rank.checked_sub(1) {
-        Some(inner) if inner > time_axis => Spatial {
+        Some(inner) if inner > time_axis && shape[inner] > 0 => Spatial {
             stride: components,
             run: shape[inner] * components,
         },

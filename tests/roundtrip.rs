@@ -88,6 +88,27 @@ fn every_word_size_round_trips() {
     }
 }
 
+/// Regression (found by the roundtrip fuzzer): a zero-length innermost dimension made
+/// the encoder record a Lorenzo run of 0, which the decoder rejects.
+#[test]
+fn empty_chunks_of_any_shape_round_trip() {
+    for shape in [
+        vec![3, 0],
+        vec![0, 5],
+        vec![2, 0, 2],
+        vec![0],
+        vec![4, 1, 0],
+    ] {
+        for time_axis in 0..shape.len() {
+            let params = Params {
+                time_axis,
+                ..Params::new(4, &shape)
+            };
+            round_trip(&[], &params);
+        }
+    }
+}
+
 #[test]
 fn large_chunks_use_row_and_column_tiles() {
     // Narrow rows (row tiles), wide rows (column tiles), many tiny planes, ragged lag.
