@@ -7,9 +7,7 @@ import os
 import pathlib
 import sys
 import tempfile
-import time
 
-import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault("HDF5_PLUGIN_PATH", str(REPO / "target" / "release"))
@@ -19,6 +17,7 @@ import h5py  # noqa: E402
 import hdf5plugin  # noqa: E402
 
 import datasets  # noqa: E402
+from bench_filters import measure_h5  # noqa: E402
 
 KAROO = 52033
 
@@ -30,39 +29,6 @@ def filters():
         "bitshuffle+lz4": dict(hdf5plugin.Bitshuffle(cname="lz4")),
         "karoo fast": {"compression": KAROO},
     }
-
-
-def best_of(repeats, action):
-    """Shortest wall time of `repeats` runs of `action` (the least disturbed run)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def measure(directory, data, chunks, name, kwargs, repeats):
-    """Writes and reads `data` with one filter; returns (stored bytes, write s, read s)."""
-    path = directory / f"demo-{name.replace(' ', '_').replace('+', '_')}.h5"
-
-    def write():
-        with h5py.File(path, "w", rdcc_nbytes=0) as f:
-            f.create_dataset("vis", data=data, chunks=chunks, **kwargs)
-
-    def read():
-        with h5py.File(path, "r", rdcc_nbytes=0) as f:
-            return f["vis"][...]
-
-    write_s = best_of(repeats, write)
-    read_s = best_of(repeats, read)
-    back = read()
-    if back.tobytes() != data.tobytes():
-        sys.exit(f"demo: {name} did not round-trip bit-exactly")
-    with h5py.File(path, "r") as f:
-        stored = f["vis"].id.get_storage_size()
-    path.unlink()
-    return stored, write_s, read_s
 
 
 def main():
@@ -86,13 +52,12 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(dir=base) as tmp:
         for name, kwargs in filters().items():
-            rows.append((name, *measure(pathlib.Path(tmp), data, chunks, name, kwargs, args.repeats)))
+            rows.append((name, *measure_h5(pathlib.Path(tmp), data, chunks, kwargs, args.repeats)))
     ref = next(r for r in rows if r[0] == "bitshuffle+lz4")
     print("| filter | stored/raw | write MB/s | read MB/s | write vs bitshuffle | read vs bitshuffle |")
     print("|---|---|---|---|---|---|")
-    for name, stored, write_s, read_s in rows:
-        print(f"| {name} | {stored / data.nbytes:.3f} | {data.nbytes / write_s / 1e6:.0f} | "
-              f"{data.nbytes / read_s / 1e6:.0f} | {ref[2] / write_s:.2f}x | {ref[3] / read_s:.2f}x |")
+    for name, ratio, write, read in rows:
+        print(f"| {name} | {ratio:.3f} | {write:.0f} | {read:.0f} | {write / ref[2]:.2f}x | {read / ref[3]:.2f}x |")
     print("\nall filters round-tripped bit-exactly")
 
 
