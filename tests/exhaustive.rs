@@ -3,7 +3,8 @@
 //! the predictors' and maps' integer arithmetic; the coders have their own round-trip
 //! and fuzz tests). Slow (minutes, release mode, all cores): ignored by default, run with
 //! `scripts/exhaustive.sh` (`cargo test --release --test exhaustive -- --ignored`).
-//! `KAROO_EXHAUSTIVE_SHARE=n` covers only 1/n of the patterns (every n-th block).
+//! `KAROO_EXHAUSTIVE_SHARE=n` covers only 1/n of the patterns (every n-th block);
+//! `KAROO_EXHAUSTIVE_PREDICTORS=3,4,11` only the predictors with those ids.
 
 use karoo::{compress, decompress_with, Coder, Params, Predictor, ResidualMap};
 use rayon::prelude::*;
@@ -19,7 +20,20 @@ fn every_float32_bit_pattern_round_trips_through_every_predictor_and_map() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let blocks: Vec<u64> = (0..(1u64 << 32) / BLOCK).step_by(share as usize).collect();
+    let only: Option<Vec<u32>> = std::env::var("KAROO_EXHAUSTIVE_PREDICTORS")
+        .ok()
+        .map(|ids| {
+            ids.split(',')
+                .filter_map(|id| id.trim().parse().ok())
+                .collect()
+        });
     for predictor in Predictor::ALL {
+        if only
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&u32::from(predictor.id())))
+        {
+            continue;
+        }
         for map in ResidualMap::ALL {
             let params = Params {
                 predictor: Some(predictor),

@@ -320,3 +320,35 @@ fn every_predictor_map_and_coder_round_trips() {
         }
     }
 }
+
+/// Two tiles swapped, with a header rewritten to match (so its own checksum passes):
+/// only the checksum of the decoded data can notice, and it must.
+#[test]
+fn swapped_tiles_with_a_consistent_header_are_rejected() {
+    use karoo::format::Header;
+    let data = smooth_f32(&[8, 65536], 13);
+    let packed = compress(&data, &Params::new(4, &[8, 65536])).unwrap();
+    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert!(
+        header.tile_sizes.len() >= 2,
+        "the chunk must have several tiles"
+    );
+    let (a, b) = (header.tile_sizes[0] as usize, header.tile_sizes[1] as usize);
+    let body = &packed[len..];
+    let mut swapped = Vec::new();
+    header.tile_sizes.swap(0, 1);
+    header.write(&mut swapped);
+    swapped.extend_from_slice(&body[a..a + b]);
+    swapped.extend_from_slice(&body[..a]);
+    swapped.extend_from_slice(&body[a + b..]);
+    let err = decompress(&swapped).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. }
+        ),
+        "{err}"
+    );
+    // The untouched chunk still decodes.
+    assert_eq!(decompress(&packed).unwrap(), data);
+}
