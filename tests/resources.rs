@@ -12,6 +12,10 @@ fn chunk(rows: usize, cols: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// Serialises the tests of this file: the leak test counts the process's threads and
+/// resident memory, which a concurrent test would change.
+static EXCLUSIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Reads a field (in kB or a count) of /proc/self/status, where there is one.
 fn proc_status(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -21,6 +25,9 @@ fn proc_status(field: &str) -> Option<u64> {
 
 #[test]
 fn many_threads_call_the_codec_at_once() {
+    let _alone = EXCLUSIVE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     std::thread::scope(|scope| {
         for worker in 0..16u32 {
             scope.spawn(move || {
@@ -52,6 +59,9 @@ fn many_threads_call_the_codec_at_once() {
 
 #[test]
 fn ten_thousand_chunks_leak_neither_memory_nor_threads() {
+    let _alone = EXCLUSIVE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let run = |n: u32| {
         for i in 0..n {
             let data = chunk(8, 256, i);
