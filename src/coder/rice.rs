@@ -728,26 +728,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn round_trips_u8() {
-        all_round_trips::<u8>();
-    }
-
-    #[test]
-    fn round_trips_u16() {
-        all_round_trips::<u16>();
-    }
-
-    #[test]
-    fn round_trips_u32() {
-        all_round_trips::<u32>();
-    }
-
-    #[test]
-    fn round_trips_u64() {
-        all_round_trips::<u64>();
-    }
-
     fn outliers<T: Word>() {
         let mut rng = SmallRng::seed_from_u64(99);
         for bits in [0, 1, 3, 7, T::BITS / 2, T::BITS - 8] {
@@ -767,26 +747,6 @@ mod tests {
         let enc = round_trip(&v);
         let escaped = 6 + 31 * 2 + 17 + T::BITS as usize;
         assert_eq!(enc.len(), escaped.div_ceil(8));
-    }
-
-    #[test]
-    fn outliers_take_the_escape_u8() {
-        outliers::<u8>();
-    }
-
-    #[test]
-    fn outliers_take_the_escape_u16() {
-        outliers::<u16>();
-    }
-
-    #[test]
-    fn outliers_take_the_escape_u32() {
-        outliers::<u32>();
-    }
-
-    #[test]
-    fn outliers_take_the_escape_u64() {
-        outliers::<u64>();
     }
 
     #[test]
@@ -927,26 +887,6 @@ mod tests {
     }
 
     #[test]
-    fn corrupt_streams_fail_or_decode_without_panic_u8() {
-        corruptions::<u8>();
-    }
-
-    #[test]
-    fn corrupt_streams_fail_or_decode_without_panic_u16() {
-        corruptions::<u16>();
-    }
-
-    #[test]
-    fn corrupt_streams_fail_or_decode_without_panic_u32() {
-        corruptions::<u32>();
-    }
-
-    #[test]
-    fn corrupt_streams_fail_or_decode_without_panic_u64() {
-        corruptions::<u64>();
-    }
-
-    #[test]
     fn structural_errors_are_reported() {
         let mut out = [0u32; 3];
         // Header 33 is invalid for 32-bit words.
@@ -959,5 +899,35 @@ mod tests {
         // Nonzero padding: a zero group (6 bits) then a stray bit.
         assert!(decode(&[63 | 64], &mut [0u32; 1]).is_err());
         assert!(decode(&[63], &mut [0u32; 1]).is_ok());
+    }
+
+    /// One test per word type for each generic test function.
+    macro_rules! per_word_type {
+        ($($name:ident => $generic:ident),* $(,)?) => {$(
+            mod $name {
+                #[test]
+                fn u8() {
+                    super::$generic::<u8>();
+                }
+                #[test]
+                fn u16() {
+                    super::$generic::<u16>();
+                }
+                #[test]
+                fn u32() {
+                    super::$generic::<u32>();
+                }
+                #[test]
+                fn u64() {
+                    super::$generic::<u64>();
+                }
+            }
+        )*};
+    }
+
+    per_word_type! {
+        round_trips => all_round_trips,
+        outliers_take_the_escape => outliers,
+        corrupt_streams_fail_or_decode_without_panic => corruptions,
     }
 }
