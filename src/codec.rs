@@ -76,67 +76,27 @@ pub fn decompress(input: &[u8]) -> Result<Vec<u8>> {
 /// on `threads` workers (0 = all cores). Every length and offset is validated before
 /// use; the decoded bytes are checked against the header's checksum.
 pub fn decompress_with(input: &[u8], limit: u64, threads: usize) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; decoded_len(input, limit)?];
-    decompress_into(input, &mut out, threads)?;
+    let chunk = Chunk::parse(input, limit)?;
+    let mut out = vec![0u8; chunk.decoded_len()];
+    chunk.decode_into(&mut out, threads)?;
     Ok(out)
 }
 
 /// The decoded size a chunk declares, after validating its header and tile table; an
-/// error if it exceeds `limit`. Lets a caller allocate the buffer for [`decompress_into`].
+/// error if it exceeds `limit`. (To allocate and then decode, [`Chunk`] validates once.)
 pub fn decoded_len(input: &[u8], limit: u64) -> Result<usize> {
-    Chunk::parse(input, limit).map(|chunk| chunk.header.decoded_size as usize)
+    Chunk::parse(input, limit).map(|chunk| chunk.decoded_len())
 }
 
 /// Decompresses a chunk into `out`, which must be exactly [`decoded_len`] bytes long.
 /// On error, `out` holds unspecified bytes.
 pub fn decompress_into(input: &[u8], out: &mut [u8], threads: usize) -> Result<()> {
-    let chunk = Chunk::parse(input, out.len() as u64)?;
-    let header = &chunk.header;
-    if header.decoded_size != out.len() as u64 {
-        return Err(Error::InvalidParams(format!(
-            "output buffer of {} bytes for a chunk of {} bytes",
-            out.len(),
-            header.decoded_size
-        )));
-    }
-    let actual = match &chunk.body {
-        Body::Stored(payload) => {
-            out.copy_from_slice(payload);
-            format::data_checksum(out)
-        }
-        Body::Tiled {
-            geometry,
-            tiles,
-            payloads,
-        } => {
-            let decoder = TileDecoder {
-                geometry,
-                word_size: header.word_size as usize,
-                spatial: header.spatial,
-            };
-            run_with_threads(threads, || -> Result<u64> {
-                decode_tiles(decoder, tiles, payloads, out)?;
-                let w = decoder.word_size;
-                let out = &*out;
-                let digests: Vec<u64> = tiles
-                    .par_iter()
-                    .map(|tile| format::tile_digest(out, geometry, tile, w))
-                    .collect();
-                Ok(format::combine_digests(&digests))
-            })?
-        }
-    };
-    if actual != header.checksum {
-        return Err(Error::ChecksumMismatch {
-            stored: header.checksum,
-            actual,
-        });
-    }
-    Ok(())
+    Chunk::parse(input, out.len() as u64)?.decode_into(out, threads)
 }
 
-/// A chunk whose header, tile table and tile sizes have been validated.
-struct Chunk<'a> {
+/// A chunk whose header, tile table and tile sizes have been validated: parse once,
+/// allocate [`Chunk::decoded_len`] bytes, then [`Chunk::decode_into`] them.
+pub struct Chunk<'a> {
     header: Header,
     body: Body<'a>,
 }
@@ -151,9 +111,10 @@ enum Body<'a> {
 }
 
 impl<'a> Chunk<'a> {
-    /// Validates everything that can be checked before decoding: afterwards the decoded
-    /// size is bounded by a fixed multiple of the input size, so allocating it is safe.
-    fn parse(input: &'a [u8], limit: u64) -> Result<Chunk<'a>> {
+    /// Validates everything that can be checked before decoding, refusing a chunk that
+    /// declares more than `limit` decoded bytes: afterwards the decoded size is bounded by
+    /// a fixed multiple of the input size, so allocating it is safe.
+    pub fn parse(input: &'a [u8], limit: u64) -> Result<Chunk<'a>> {
         let (header, header_len) = Header::parse(input, limit)?;
         let payload = &input[header_len..];
         let body = if header.is_stored() {
@@ -177,6 +138,52 @@ impl<'a> Chunk<'a> {
             }
         };
         Ok(Chunk { header, body })
+    }
+
+    /// Bytes the chunk decodes to.
+    pub fn decoded_len(&self) -> usize {
+        self.header.decoded_size as usize
+    }
+
+    /// Decodes the chunk into `out` (exactly [`Self::decoded_len`] bytes) on `threads`
+    /// workers (0 = all cores) and checks the decoded bytes against the checksum. On
+    /// error, `out` holds unspecified bytes.
+    pub fn decode_into(&self, out: &mut [u8], threads: usize) -> Result<()> {
+        let header = &self.header;
+        if header.decoded_size != out.len() as u64 {
+            return Err(Error::InvalidParams(format!(
+                "output buffer of {} bytes for a chunk of {} bytes",
+                out.len(),
+                header.decoded_size
+            )));
+        }
+        let actual = match &self.body {
+            Body::Stored(payload) => {
+                out.copy_from_slice(payload);
+                format::data_checksum(out)
+            }
+            Body::Tiled {
+                geometry,
+                tiles,
+                payloads,
+            } => {
+                let decoder = TileDecoder {
+                    geometry,
+                    word_size: header.word_size as usize,
+                    spatial: header.spatial,
+                };
+                let digests =
+                    run_with_threads(threads, || decode_tiles(decoder, tiles, payloads, out))?;
+                format::combine_digests(&digests)
+            }
+        };
+        if actual != header.checksum {
+            return Err(Error::ChecksumMismatch {
+                stored: header.checksum,
+                actual,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -259,7 +266,14 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
     Ok(())
 }
 
-fn decode_tiles(d: TileDecoder, tiles: &[Tile], slices: &[&[u8]], out: &mut [u8]) -> Result<()> {
+/// Decodes every tile into `out` and returns each tile's digest (see
+/// [`format::tile_digest`]), hashed right after the tile is decoded.
+fn decode_tiles(
+    d: TileDecoder,
+    tiles: &[Tile],
+    slices: &[&[u8]],
+    out: &mut [u8],
+) -> Result<Vec<u64>> {
     let (g, w) = (d.geometry, d.word_size);
     if g.tiles_are_contiguous() {
         // Tiles span whole rows: each is one contiguous region of the output.
@@ -274,14 +288,16 @@ fn decode_tiles(d: TileDecoder, tiles: &[Tile], slices: &[&[u8]], out: &mut [u8]
             .into_par_iter()
             .zip(tiles.par_iter().enumerate())
             .zip(slices.par_iter())
-            .try_for_each(|((buf, tile), payload)| {
+            .map(|((buf, tile), payload)| {
                 let mut rows = StridedRows {
                     buf,
                     row_stride: g.lag * w,
                     plane_stride: g.plane_len * w,
                 };
-                d.decode(payload, tile, &mut rows)
-            });
+                d.decode(payload, tile, &mut rows)?;
+                Ok(format::digest_rows([&*rows.buf]))
+            })
+            .collect();
     }
     // Column-split tiles (one plane each) interleave in memory: hand each tile the
     // disjoint pieces of the rows it covers.
@@ -306,5 +322,9 @@ fn decode_tiles(d: TileDecoder, tiles: &[Tile], slices: &[&[u8]], out: &mut [u8]
         .into_par_iter()
         .zip(tiles.par_iter().enumerate())
         .zip(slices.par_iter())
-        .try_for_each(|((mut rows, tile), payload)| d.decode(payload, tile, &mut rows))
+        .map(|((mut rows, tile), payload)| {
+            d.decode(payload, tile, &mut rows)?;
+            Ok(format::digest_rows(rows.rows.iter().map(|row| &**row)))
+        })
+        .collect()
 }

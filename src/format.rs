@@ -90,13 +90,17 @@ pub fn data_checksum(bytes: &[u8]) -> u64 {
 /// XXH3-64 of the words of `tile` in `chunk`, row by row: computed per tile so the
 /// checksum of a chunk is computed in parallel, and still covers every decoded byte.
 pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
-    if g.tiles_are_contiguous() {
-        let start = g.offset(tile.plane0, tile.row0, 0) * w;
-        return xxh3_64(&chunk[start..start + g.tile_words(tile) * w]);
-    }
+    digest_rows(
+        g.tile_row_ranges(tile)
+            .map(|words| &chunk[words.start * w..words.end * w]),
+    )
+}
+
+/// XXH3-64 of the concatenation of `rows` (a tile's rows, in order).
+pub fn digest_rows<'a>(rows: impl IntoIterator<Item = &'a [u8]>) -> u64 {
     let mut hasher = Xxh3::new();
-    for words in g.tile_row_ranges(tile) {
-        hasher.update(&chunk[words.start * w..words.end * w]);
+    for row in rows {
+        hasher.update(row);
     }
     hasher.digest()
 }

@@ -26,7 +26,7 @@ pub mod residual;
 pub mod tile;
 pub mod word;
 
-pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with};
+pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with, Chunk};
 pub use coder::Coder;
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
