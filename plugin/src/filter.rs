@@ -120,18 +120,17 @@ pub unsafe extern "C" fn filter(
             // Decoding relies on the chunk's own header; cd_values only cap the size.
             let limit = config.as_ref().map_or(u64::MAX, FilterConfig::decode_limit);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
-            let mut output =
-                api.allocate_zeroed(karoo::decoded_len(input, limit).map_err(|e| e.to_string())?)?;
-            karoo::decompress_into(input, output.as_mut_slice(), threads)
+            let chunk = karoo::Chunk::parse(input, limit).map_err(|e| e.to_string())?;
+            let mut output = api.allocate_zeroed(chunk.decoded_len())?;
+            chunk
+                .decode_into(output.as_mut_slice(), threads)
                 .map_err(|e| e.to_string())?;
             output
         } else {
             let config = config.map_err(|e| format!("cannot compress: {e}"))?;
             let packed =
                 karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
-            let mut output = api.allocate_zeroed(packed.len())?;
-            output.as_mut_slice().copy_from_slice(&packed);
-            output
+            api.allocate_copy(&packed)?
         };
         let len = output.len();
         api.free(*buf);

@@ -382,12 +382,28 @@ impl Hdf5 {
     /// A zero-filled buffer of `len` bytes from HDF5's allocator (calloc if unresolved),
     /// which HDF5 can take over as a chunk buffer.
     pub fn allocate_zeroed(&'static self, len: usize) -> Result<Hdf5Buffer, String> {
+        self.allocate_buffer(len, true)
+    }
+
+    /// A buffer from HDF5's allocator holding a copy of `bytes` (no zero fill first).
+    pub fn allocate_copy(&'static self, bytes: &[u8]) -> Result<Hdf5Buffer, String> {
+        let buffer = self.allocate_buffer(bytes.len(), false)?;
+        // SAFETY: the buffer holds at least `bytes.len()` freshly allocated bytes that do
+        // not overlap `bytes`; writing through the raw pointer initialises them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.ptr as *mut u8, bytes.len())
+        };
+        Ok(buffer)
+    }
+
+    fn allocate_buffer(&'static self, len: usize, clear: bool) -> Result<Hdf5Buffer, String> {
         let size = len.max(1);
         // SAFETY: allocating raw memory; the pointer is checked before use.
         let ptr = unsafe {
-            match self.allocate {
-                Some(allocate) => allocate(size, true),
-                None => libc::calloc(size, 1),
+            match (self.allocate, clear) {
+                (Some(allocate), _) => allocate(size, clear),
+                (None, true) => libc::calloc(size, 1),
+                (None, false) => libc::malloc(size),
             }
         };
         if ptr.is_null() {
@@ -426,7 +442,8 @@ pub struct Hdf5Buffer {
 impl Hdf5Buffer {
     /// The buffer's bytes.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` points at `len` zero-initialised bytes owned by this buffer.
+        // SAFETY: `ptr` points at `len` bytes owned by this buffer, initialised by
+        // `allocate_zeroed` (zero fill) or `allocate_copy` (the copy).
         unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
     }
 
