@@ -3,12 +3,21 @@ files and the generated MeerKAT-like observation: ratio, write and read throughp
 
     .venv/bin/python scripts/bench_filters.py            # peers table + Pareto plot
     .venv/bin/python scripts/bench_filters.py --matrix   # every karoo predictor x map x coder
+    .venv/bin/python scripts/bench_filters.py --archive  # archive mode vs cold-storage peers
 
 Files live in /dev/shm when it exists, the chunk cache is off, each figure is the best of
 `--repeats` runs. Throughputs are of raw bytes; compare rows of one run only (the
 machine is shared and noisy). pcodec has no HDF5 filter: it is timed standalone on the
 same arrays with each series laid out along time (level 8), which flatters it (no HDF5
 overhead). Prints markdown tables; saves bench-out/pareto.png.
+
+--archive compares karoo's archive mode (compression_opts (1, 0, threads)) with the
+strong general-purpose compressors used for cold storage: zstd -19, bzip2 -9 and Blosc2
+shuffle+zstd through h5py, xz -9 and pcodec L8 standalone on the raw bytes; speeds there
+are relative to bzip2 -9, and the plot goes to bench-out/pareto-archive.png. Threads:
+karoo's 0 (default) uses every core, "1 thread" pins it to one; bzip2, zstd and xz run
+on one core, Blosc2 uses its own thread setting (BLOSC_NTHREADS). A row that fails
+(e.g. archive mode not built into the plugin) prints "error: ..." and the run goes on.
 """
 
 import argparse
@@ -41,6 +50,11 @@ def karoo(predictor=0, residual_map=0, coder=0, threads=0):
     return {"compression": KAROO, "compression_opts": (0, predictor | residual_map << 8 | coder << 16, threads)}
 
 
+def archive(predictor=0, residual_map=0, coder=0, threads=0):
+    """create_dataset arguments for karoo archive mode (cd_values[0] = 1)."""
+    return {"compression": KAROO, "compression_opts": (1, predictor | residual_map << 8 | coder << 16, threads)}
+
+
 def peers():
     """The filters compared, by name."""
     bs = hdf5plugin.Blosc2
@@ -58,6 +72,22 @@ def peers():
         "karoo bitplane": karoo(coder=2),
         "karoo lzbytes": karoo(coder=1),
         "karoo seed000 (previous, xor, lzbytes)": karoo(1, 1, 1),
+    }
+
+
+def archive_peers():
+    """The HDF5 filters of the --archive comparison, by name (standalone rows are added apart)."""
+    bs = hdf5plugin.Blosc2
+    fast = peers()
+    return {
+        "karoo archive": archive(),
+        "karoo archive, 1 thread": archive(threads=1),
+        "karoo fast (default)": fast["karoo fast (default)"],
+        "bitshuffle+lz4": fast["bitshuffle+lz4"],
+        "zstd -19": dict(hdf5plugin.Zstd(clevel=19)),
+        "bzip2 -9": dict(hdf5plugin.BZip2(blocksize=9)),
+        "blosc2 zstd shuffle": fast["blosc2 zstd shuffle"],
+        "blosc2 zstd shuffle L9": dict(bs(cname="zstd", clevel=9, filters=bs.SHUFFLE)),
     }
 
 
@@ -113,6 +143,37 @@ def measure_pcodec(data, repeats):
     return sum(len(b) for b in packed) / data.nbytes, data.nbytes / write_s / 1e6, data.nbytes / read_s / 1e6
 
 
+def measure_xz(data, repeats):
+    """(ratio, compress MB/s, decompress MB/s, preset name) of xz standalone on the bytes as stored.
+
+    Tries preset 9 and 9|PRESET_EXTREME on data.tobytes() (one stream each) and keeps the
+    smaller; only the kept preset is timed again up to `repeats` runs.
+    """
+    import lzma
+
+    raw = np.ascontiguousarray(data).tobytes()
+    candidates = []
+    for name, preset in (("-9", 9), ("-9e", 9 | lzma.PRESET_EXTREME)):
+        start = time.perf_counter()
+        packed = lzma.compress(raw, format=lzma.FORMAT_XZ, preset=preset)
+        candidates.append((len(packed), time.perf_counter() - start, name, preset, packed))
+    size, first_s, name, preset, packed = min(candidates, key=lambda c: c[0])
+    write_s = min(first_s, best_of(repeats - 1, lambda: lzma.compress(raw, format=lzma.FORMAT_XZ, preset=preset)))
+    read_s = best_of(repeats, lambda: lzma.decompress(packed))
+    if lzma.decompress(packed) != raw:
+        raise SystemExit(f"xz {name}: round trip is not bit-exact")
+    return size / data.nbytes, data.nbytes / write_s / 1e6, data.nbytes / read_s / 1e6, name
+
+
+def try_row(name, measure):
+    """(name, ratio, write, read), or (name, "error: <first line>") when `measure` fails."""
+    try:
+        return (name, *measure())
+    except (Exception, SystemExit) as exc:  # SystemExit: a round trip that is not bit-exact
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return (name, f"error: {first}".replace("|", "/"))
+
+
 def workloads(quick):
     """(name, array, chunks): the generated observation and the HERA files, time-major."""
     ntime = 16 if quick else 128
@@ -125,12 +186,17 @@ def workloads(quick):
 
 
 def table(title, rows, ref_name="bitshuffle+lz4"):
-    """Prints one markdown table of (name, ratio, write, read) rows."""
-    ref = next((r for r in rows if r[0] == ref_name), None)
+    """Prints one markdown table of (name, ratio, write, read) rows; (name, "error: ...") rows
+    print the error in place of the figures."""
+    ref = next((r for r in rows if r[0] == ref_name and len(r) == 4), None)
     print(f"\n### {title}\n")
-    print("| filter | stored/raw | write MB/s | read MB/s | write vs bitshuffle+lz4 | read vs bitshuffle+lz4 |")
+    print(f"| filter | stored/raw | write MB/s | read MB/s | write vs {ref_name} | read vs {ref_name} |")
     print("|---|---|---|---|---|---|")
-    for name, ratio, write, read in rows:
+    for row in rows:
+        if len(row) != 4:
+            print(f"| {row[0]} | {row[1]} | - | - | - | - |")
+            continue
+        name, ratio, write, read = row
         rel = f"{write / ref[2]:.2f}x | {read / ref[3]:.2f}x" if ref else "- | -"
         print(f"| {name} | {ratio:.3f} | {write:.0f} | {read:.0f} | {rel} |")
 
@@ -148,7 +214,7 @@ def plot(results, path):
     for ax in axes.flat[len(results):]:
         ax.remove()
     for ax, (title, rows) in zip(axes.flat, results):
-        for name, ratio, write, read in rows:
+        for name, ratio, write, read in (r for r in rows if len(r) == 4):
             marker = "*" if name.startswith("karoo") else "o"
             ax.scatter(read, ratio, marker=marker, s=80 if marker == "*" else 30)
             ax.annotate(name, (read, ratio), fontsize=6, xytext=(3, 3), textcoords="offset points")
@@ -171,6 +237,8 @@ def parse_tables(text):
             results.append((title, rows))
         elif rows is not None and line.startswith("| ") and not line.startswith("| filter"):
             cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[1].startswith("error"):
+                continue
             rows.append((cells[0], float(cells[1]), float(cells[2]), float(cells[3])))
     return results
 
@@ -191,16 +259,63 @@ def matrix(directory, loads, repeats):
                 print(f"| {pname} | {mname} | {cname} | " + " | ".join(cells) + " |", flush=True)
 
 
+def peer_tables(directory, loads, repeats):
+    """The default comparison: one table per workload against bitshuffle+lz4; the plotted rows."""
+    results = []
+    for title, data, chunks in loads:
+        rows = [(name, *measure_h5(directory, data, chunks, kwargs, repeats)) for name, kwargs in peers().items()]
+        rows.append(("pcodec L8 (standalone, no HDF5)", *measure_pcodec(data, repeats)))
+        title = f"{title}: {data.shape} {data.dtype}, chunks {chunks}"
+        table(title, rows)
+        results.append((title, rows))
+    return results
+
+
+def archive_tables(directory, loads, repeats):
+    """The --archive comparison: one table per workload, the summary lines, the plotted rows."""
+    results, speedup = [], None
+    for title, data, chunks in loads:
+        rows = [try_row(name, lambda kw=kwargs: measure_h5(directory, data, chunks, kw, repeats))
+                for name, kwargs in archive_peers().items()]
+        xz = try_row("xz -9 (standalone, no HDF5)", lambda: measure_xz(data, repeats))
+        preset = xz[-1] if len(xz) == 5 else None
+        rows.append(xz[:4] if preset else xz)
+        rows.append(try_row("pcodec L8 (standalone, no HDF5)", lambda: measure_pcodec(data, repeats)))
+        full_title = f"{title}: {data.shape} {data.dtype}, chunks {chunks}"
+        table(full_title, rows, ref_name="bzip2 -9")
+        if preset:
+            print(f"\nxz: preset {preset} was the smaller of -9 and -9e (PRESET_EXTREME)")
+        ok = {r[0]: r for r in rows if len(r) == 4}
+        others = [r for r in ok.values() if not r[0].startswith("karoo")]
+        best = min(others, key=lambda r: r[1]) if others else None
+        mine = f"{ok['karoo archive'][1]:.3f}" if "karoo archive" in ok else "n/a (error, see the table)"
+        peer = f"{best[0]} {best[1]:.3f}" if best else "none"
+        print(f"karoo archive vs best peer: {mine} vs {peer}")
+        if speedup is None and title.startswith("MeerKAT"):  # the generated observation
+            if "karoo archive" in ok and "bzip2 -9" in ok:
+                speedup = (title, f"{ok['karoo archive'][2] / ok['bzip2 -9'][2]:.2f}x")
+            else:
+                speedup = (title, "n/a (" + ("karoo archive" if "karoo archive" not in ok else "bzip2 -9") + " failed)")
+        results.append((full_title, rows))
+    if speedup:
+        print(f"\ncompress speed karoo archive / bzip2 -9 on {speedup[0]}: {speedup[1]}")
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="an 8 MiB observation instead of 64 MiB")
     parser.add_argument("--matrix", action="store_true", help="every predictor x map x coder instead of peers")
+    parser.add_argument("--archive", action="store_true",
+                        help="archive mode vs zstd -19, bzip2 -9, Blosc2, xz -9, pcodec (plot: pareto-archive.png)")
     parser.add_argument("--out", default=str(REPO / "bench-out"))
     parser.add_argument("--replot", metavar="TABLES.md", help="only re-plot the tables a previous run printed")
     args = parser.parse_args()
+    png = "pareto-archive.png" if args.archive else "pareto.png"
     if args.replot:
-        plot(parse_tables(pathlib.Path(args.replot).read_text()), pathlib.Path(args.out) / "pareto.png")
+        pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+        plot(parse_tables(pathlib.Path(args.replot).read_text()), pathlib.Path(args.out) / png)
         return
     shm = pathlib.Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
@@ -212,16 +327,10 @@ def main():
         if args.matrix:
             matrix(tmp, loads, 1)
             return
-        results = []
-        for title, data, chunks in loads:
-            rows = [(name, *measure_h5(tmp, data, chunks, kwargs, args.repeats)) for name, kwargs in peers().items()]
-            rows.append(("pcodec L8 (standalone, no HDF5)", *measure_pcodec(data, args.repeats)))
-            title = f"{title}: {data.shape} {data.dtype}, chunks {chunks}"
-            table(title, rows)
-            results.append((title, rows))
+        results = archive_tables(tmp, loads, args.repeats) if args.archive else peer_tables(tmp, loads, args.repeats)
     out = pathlib.Path(args.out)
     out.mkdir(exist_ok=True)
-    plot(results, out / "pareto.png")
+    plot(results, out / png)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
-use crate::params::{spatial, Params, DEFAULT_CODER};
+use crate::params::{spatial, Candidates, Params, DEFAULT_CODER};
 use crate::pool::run_with_threads;
-use crate::tile::{self, Coding, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
+use crate::tile::{self, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Compresses one chunk of `data` described by `params`.
 ///
@@ -19,7 +19,7 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
     let shape = params.validate(data.len())?;
     let geometry = Geometry::from_shape(&shape, params.time_axis, params.lag)?;
     let spatial = spatial(&shape, params.time_axis, params.components);
-    let candidates = params.candidates();
+    let candidates = params.candidates(spatial.stride > 0);
     let mut header = Header {
         mode: params.mode.id(),
         flags: 0,
@@ -192,7 +192,7 @@ fn encode_tile(
     data: &[u8],
     g: &Geometry,
     tile: &Tile,
-    candidates: &[Coding],
+    candidates: &Candidates,
     spatial: Spatial,
 ) -> Vec<u8> {
     match word_size {

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | 0 | 4 | magic `KARO` |
 //! | 4 | 1 | format version (1) |
-//! | 5 | 1 | mode (0 fast) |
+//! | 5 | 1 | mode (0 fast, 1 archive) |
 //! | 6 | 1 | flags (bit 0: payload stored verbatim) |
 //! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
 //! | 8 | 1 | requested residual map id (0 auto) |
@@ -257,7 +257,7 @@ impl Header {
     /// Checks the field values that do not depend on the geometry.
     fn check_fields(&self) -> Result<()> {
         let bad = |what: String| Err(Error::CorruptHeader(what));
-        if self.mode != 0 {
+        if self.mode > 1 {
             return bad(format!("unknown mode {}", self.mode));
         }
         if self.flags & !FLAG_STORED != 0 {

@@ -7,9 +7,10 @@
 
 use std::ops::Range;
 
-use crate::coder::Coder;
+use crate::coder::{Coder, Dims};
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tile};
+use crate::params::Candidates;
 use crate::predict::{Predictor, RowPredictor};
 use crate::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
 use crate::word::Word;
@@ -30,7 +31,14 @@ pub struct Coding {
     pub map: ResidualMap,
     /// Residual coder.
     pub coder: Coder,
+    /// The first row of each plane is predicted from its neighbour along the innermost
+    /// element axis (as Lorenzo does) instead of from zero. Recorded as bit 7 of the
+    /// predictor byte.
+    pub spatial_head: bool,
 }
+
+/// Bit of the predictor byte that records [`Coding::spatial_head`].
+const SPATIAL_HEAD_BIT: u8 = 0x80;
 
 /// Where Lorenzo finds a word's neighbour along the innermost element axis: `stride`
 /// words back, within runs of `run` words that start at multiples of `run` in a row.
@@ -78,64 +86,85 @@ impl TileRows for RowSegments<'_> {
     }
 }
 
-/// Encodes `tile` of chunk `src` with the first of `candidates` when there is one,
-/// else with the candidate estimated smallest on a sample of the tile.
+/// Encodes `tile` of chunk `src` with the only candidate when there is one, else with
+/// the candidate estimated smallest on a sample of the tile.
 pub fn encode_tile<T: Word>(
     src: &[u8],
     g: &Geometry,
     tile: &Tile,
-    candidates: &[Coding],
+    candidates: &Candidates,
     spatial: Spatial,
 ) -> Vec<u8> {
-    let coding = if candidates.len() == 1 {
-        candidates[0]
-    } else {
-        choose::<T>(src, g, tile, candidates, spatial)
-    };
+    let coding = choose::<T>(src, g, tile, candidates, spatial);
     let residuals = residuals::<T>(src, g, tile, coding, spatial, tile.col0..tile.col1);
     let mut out = Vec::with_capacity(TILE_HEADER_LEN + residuals.len() * T::BYTES / 2);
-    out.push(coding.predictor.id());
+    let head = if coding.spatial_head {
+        SPATIAL_HEAD_BIT
+    } else {
+        0
+    };
+    out.push(coding.predictor.id() | head);
     out.push(coding.map.id() << 4 | coding.coder.id());
-    coding.coder.encode(&residuals, &mut out);
+    let dims = Dims::of(tile, spatial);
+    coding.coder.encode(&residuals, dims, &mut out);
     out
 }
 
 /// The candidate with the smallest estimated size on a sample of the tile: column
-/// segments spread evenly across it, all rows.
+/// segments spread evenly across it, all rows. Greedy choice takes the best predictor
+/// and map first, then decides on the spatial head for them.
 fn choose<T: Word>(
     src: &[u8],
     g: &Geometry,
     tile: &Tile,
-    candidates: &[Coding],
+    candidates: &Candidates,
     spatial: Spatial,
 ) -> Coding {
+    let all = candidates.all();
+    if all.len() == 1 {
+        return all[0];
+    }
     let rows = (tile.row1 - tile.row0) * (tile.plane1 - tile.plane0);
-    let all = tile.col1 - tile.col0;
-    let width = (SAMPLE_WORDS / SAMPLE_SEGMENTS / rows.max(1)).clamp(all.min(64), all);
-    let segments = SAMPLE_SEGMENTS.min(all / width);
+    let cols = tile.col1 - tile.col0;
+    let least = if candidates.greedy { 8 } else { 64 };
+    let width = (SAMPLE_WORDS / SAMPLE_SEGMENTS / rows.max(1)).clamp(cols.min(least), cols);
+    let segments = SAMPLE_SEGMENTS.min(cols / width);
     let starts: Vec<usize> = (0..segments)
-        .map(|i| tile.col0 + (all - width) * i / (segments - 1).max(1))
+        .map(|i| tile.col0 + (cols - width) * i / (segments - 1).max(1))
         .collect();
-    let mut best = (u64::MAX, candidates[0]);
-    for &coding in candidates {
-        let bits: u64 = starts
+    let dims = Dims {
+        width,
+        left: spatial.stride.max(1),
+    };
+    let estimate = |coding: Coding| -> u64 {
+        starts
             .iter()
             .map(|&start| {
-                coding.coder.estimate_bits(&residuals::<T>(
-                    src,
-                    g,
-                    tile,
-                    coding,
-                    spatial,
-                    start..start + width,
-                ))
+                let sample = residuals::<T>(src, g, tile, coding, spatial, start..start + width);
+                coding.coder.estimate_bits(&sample, dims)
             })
-            .sum();
-        if bits < best.0 {
-            best = (bits, coding);
-        }
+            .sum()
+    };
+    let best_of = |options: Vec<Coding>| {
+        options
+            .into_iter()
+            .map(|c| (estimate(c), c))
+            .min_by_key(|&(bits, _)| bits)
+            .expect("at least one candidate")
+            .1
+    };
+    if !candidates.greedy {
+        return best_of(all);
     }
-    best.1
+    let best = best_of(all.into_iter().filter(|c| !c.spatial_head).collect());
+    best_of(
+        (candidates.heads.iter())
+            .map(|&spatial_head| Coding {
+                spatial_head,
+                ..best
+            })
+            .collect(),
+    )
 }
 
 /// Residuals of columns `cols` of `tile`, row by row, plane by plane.
@@ -147,7 +176,7 @@ fn residuals<T: Word>(
     spatial: Spatial,
     cols: Range<usize>,
 ) -> Vec<T> {
-    let args = (src, g, tile, coding.predictor, spatial, cols);
+    let args = (src, g, tile, coding, spatial, cols);
     match coding.map {
         ResidualMap::Xor => residuals_with::<T, XorOp>(args),
         ResidualMap::RotateSubtract => residuals_with::<T, RotateSubtractOp>(args),
@@ -159,16 +188,16 @@ type EncodeArgs<'a> = (
     &'a [u8],
     &'a Geometry,
     &'a Tile,
-    Predictor,
+    Coding,
     Spatial,
     Range<usize>,
 );
 
-fn residuals_with<T: Word, M: MapOp>(
-    (src, g, tile, predictor, spatial, cols): EncodeArgs,
-) -> Vec<T> {
+fn residuals_with<T: Word, M: MapOp>((src, g, tile, coding, spatial, cols): EncodeArgs) -> Vec<T> {
     let w = T::BYTES;
+    let predictor = coding.predictor;
     let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
+    let spatial_first = (lorenzo || coding.spatial_head) && spatial.stride > 0;
     let mut out: Vec<T> = Vec::with_capacity(g.tile_words(tile));
     let mut rp = RowPredictor::<T>::new(predictor);
     for plane in tile.plane0..tile.plane1 {
@@ -190,7 +219,7 @@ fn residuals_with<T: Word, M: MapOp>(
             let dst = &mut out[start..];
             let s = spatial.stride;
             match rp.predict(width) {
-                None if lorenzo => {
+                None if spatial_first => {
                     for run in runs(cols.start, width, spatial) {
                         for c in run.clone() {
                             let p = if c >= run.start + s {
@@ -252,8 +281,9 @@ pub fn parse_coding(payload: &[u8]) -> std::result::Result<Coding, String> {
     if payload.len() < TILE_HEADER_LEN {
         return Err(format!("{} bytes, no tile header", payload.len()));
     }
-    let predictor = Predictor::from_id(payload[0].into())
-        .ok_or_else(|| format!("unknown predictor {}", payload[0]))?;
+    let id = payload[0] & !SPATIAL_HEAD_BIT;
+    let predictor =
+        Predictor::from_id(id.into()).ok_or_else(|| format!("unknown predictor {id}"))?;
     let map = ResidualMap::from_id((payload[1] >> 4).into())
         .ok_or_else(|| format!("unknown residual map {}", payload[1] >> 4))?;
     let coder = Coder::from_id((payload[1] & 15).into())
@@ -262,6 +292,7 @@ pub fn parse_coding(payload: &[u8]) -> std::result::Result<Coding, String> {
         predictor,
         map,
         coder,
+        spatial_head: payload[0] & SPATIAL_HEAD_BIT != 0,
     })
 }
 
@@ -279,9 +310,13 @@ pub fn decode_tile<T: Word>(
     let mut residuals = vec![T::default(); g.tile_words(tile)];
     coding
         .coder
-        .decode(&payload[TILE_HEADER_LEN..], &mut residuals)
+        .decode(
+            &payload[TILE_HEADER_LEN..],
+            Dims::of(tile, spatial),
+            &mut residuals,
+        )
         .map_err(corrupt)?;
-    let args = (&residuals[..], g, tile, coding.predictor, spatial);
+    let args = (&residuals[..], g, tile, coding, spatial);
     match coding.map {
         ResidualMap::Xor => restore_with::<T, XorOp>(args, rows),
         ResidualMap::RotateSubtract => restore_with::<T, RotateSubtractOp>(args, rows),
@@ -290,14 +325,16 @@ pub fn decode_tile<T: Word>(
     Ok(())
 }
 
-type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Predictor, Spatial);
+type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Coding, Spatial);
 
 fn restore_with<T: Word, M: MapOp>(
-    (mut residuals, g, tile, predictor, spatial): DecodeArgs<T>,
+    (mut residuals, g, tile, coding, spatial): DecodeArgs<T>,
     rows: &mut impl TileRows,
 ) {
     let w = T::BYTES;
+    let predictor = coding.predictor;
     let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
+    let spatial_first = (lorenzo || coding.spatial_head) && spatial.stride > 0;
     let mut rp = RowPredictor::<T>::new(predictor);
     for k in 0..tile.plane1 - tile.plane0 {
         rp.reset();
@@ -312,7 +349,7 @@ fn restore_with<T: Word, M: MapOp>(
             let out = rows.row(k, j, width * w);
             let s = spatial.stride;
             match rp.predict(width) {
-                None if lorenzo => {
+                None if spatial_first => {
                     for run in runs(tile.col0, width, spatial) {
                         for c in run.clone() {
                             let p = if c >= run.start + s {

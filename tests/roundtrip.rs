@@ -1,6 +1,6 @@
 //! Round-trip, determinism and error-message tests of the core codec.
 
-use karoo::{compress, decompress, decompress_with, Error, Params};
+use karoo::{compress, decompress, decompress_with, Error, Mode, Params};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -238,6 +238,7 @@ proptest! {
         dims in prop::collection::vec(1usize..9, 1..5),
         axis_seed in 0usize..8,
         lag_seed in 0usize..64,
+        archive in any::<bool>(),
         bytes in prop::collection::vec(any::<u8>(), 0..4096),
     ) {
         let words: usize = dims.iter().product();
@@ -245,7 +246,8 @@ proptest! {
         let time_axis = axis_seed % dims.len();
         let plane: usize = dims[time_axis..].iter().product();
         let lag = if lag_seed % 3 == 0 { 0 } else { 1 + lag_seed % plane };
-        let params = Params { time_axis, lag, ..Params::new(word, &dims) };
+        let mode = if archive { Mode::Archive } else { Mode::Fast };
+        let params = Params { time_axis, lag, mode, ..Params::new(word, &dims) };
         let data = if bytes.is_empty() { vec![0; words * word] } else { data };
         let packed = compress(&data, &params).unwrap();
         prop_assert_eq!(decompress(&packed).unwrap(), data);

@@ -2,7 +2,7 @@
 //! whatever compresses must decompress to the same bytes, whatever the thread count.
 #![no_main]
 
-use karoo::{Coder, ElementKind, Params, Predictor, ResidualMap};
+use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 
@@ -44,7 +44,8 @@ fuzz_target!(|input: Input| {
         lag: usize::from(input.lag),
         predictor: Predictor::from_id(u32::from(input.predictor % 13)),
         residual_map: ResidualMap::from_id(u32::from(input.map % 4)),
-        coder: Coder::from_id(u32::from(input.coder % 4)),
+        coder: Coder::from_id(u32::from(input.coder % 6)),
+        mode: if input.coder & 0x80 != 0 { Mode::Archive } else { Mode::Fast },
         element: [ElementKind::Float, ElementKind::Integer, ElementKind::Other][usize::from(input.element % 3)],
         components: if input.complex { 2 } else { 1 },
         threads: usize::from(input.threads % 4),

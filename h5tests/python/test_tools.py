@@ -60,13 +60,13 @@ def test_h5repack_compresses_with_karoo_and_h5py_reads_it(tmp_path):
 
 
 def test_h5repack_falls_back_when_karoo_refuses_the_options(tmp_path):
-    """Archive mode is refused at creation; h5repack then keeps the original layout."""
+    """An unknown mode is refused at creation; h5repack then keeps the original layout."""
     h5repack = tool("h5repack")
     plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
     data = np.arange(1000, dtype="f4").reshape(100, 10)
     with h5py.File(plain, "w") as f:
         f.create_dataset("x", data=data, chunks=(50, 10))
-    out = run(h5repack, "-v", "-f", f"UD={KAROO},0,1,1", str(plain), str(packed))
+    out = run(h5repack, "-v", "-f", f"UD={KAROO},0,1,7", str(plain), str(packed))
     assert "could not create dataset </x>. Applying original settings" in out
     with h5py.File(packed, "r") as f:
         assert same_bits(f["x"][...], data)

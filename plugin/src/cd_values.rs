@@ -4,7 +4,7 @@
 //!
 //! | index | set by | meaning |
 //! |---|---|---|
-//! | 0 | user | mode: 0 fast (default), 1 archive (not implemented yet) |
+//! | 0 | user | mode: 0 fast (default), 1 archive (entropy coded, smaller and slower) |
 //! | 1 | user | coding: `predictor | map << 8 | coder << 16`, each field 0 = default (see below) |
 //! | 2 | user | threads: 0 all cores (default), at most 1024 |
 //! | 3 | user | time axis (default 0) |
@@ -21,8 +21,10 @@
 //! mean of 2 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
 //! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
 //! 11 Lorenzo, 12 auto. Residual maps (second byte): 0 auto (by element class), 1 XOR,
-//! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice),
-//! 1 leading-zero bytes (seed 000), 2 bit planes (ndzip), 3 Rice.
+//! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice in
+//! fast mode, context rANS in archive mode), 1 leading-zero bytes (seed 000), 2 bit
+//! planes (ndzip), 3 Rice, 4 context rANS. In archive mode, auto predictor tries all 11
+//! predictors, each also with a spatially predicted first row.
 
 use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
 
@@ -91,12 +93,12 @@ impl UserOptions {
         }
         let mode = match raw[0] {
             0 => Mode::Fast,
-            1 => {
-                return Err(
-                    "archive mode (cd_values[0] = 1) is not implemented yet; use 0 (fast)".into(),
-                )
+            1 => Mode::Archive,
+            m => {
+                return Err(format!(
+                    "unknown mode {m} in cd_values[0] (0 = fast, 1 = archive)"
+                ))
             }
-            m => return Err(format!("unknown mode {m} in cd_values[0] (0 = fast)")),
         };
         let coding = raw[1];
         let field = |shift: u32| (coding >> shift) & 0xff;
@@ -119,13 +121,15 @@ impl UserOptions {
                     .ok_or_else(|| format!("unknown residual map {id} in cd_values[1] (0 to 3)"))?,
             ),
         };
-        let coder =
-            match field(16) {
-                0 => None,
-                id => Some(Coder::from_id(id).ok_or_else(|| {
-                    format!("unknown residual coder {id} in cd_values[1] (0 to 3)")
-                })?),
-            };
+        let coder = match field(16) {
+            0 => None,
+            id => Some(Coder::from_id(id).ok_or_else(|| {
+                format!(
+                    "unknown residual coder {id} in cd_values[1] (0 to {})",
+                    Coder::ALL.len()
+                )
+            })?),
+        };
         let threads = raw[2] as usize;
         if threads > MAX_THREADS {
             return Err(format!(
@@ -321,13 +325,10 @@ mod tests {
 
     #[test]
     fn user_errors_are_explicit() {
-        assert_eq!(
-            UserOptions::parse(&[1]).unwrap_err(),
-            "archive mode (cd_values[0] = 1) is not implemented yet; use 0 (fast)"
-        );
+        assert_eq!(UserOptions::parse(&[1]).unwrap().mode, Mode::Archive);
         assert_eq!(
             UserOptions::parse(&[7]).unwrap_err(),
-            "unknown mode 7 in cd_values[0] (0 = fast)"
+            "unknown mode 7 in cd_values[0] (0 = fast, 1 = archive)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 99]).unwrap_err(),
@@ -339,7 +340,7 @@ mod tests {
         );
         assert_eq!(
             UserOptions::parse(&[0, 9 << 16]).unwrap_err(),
-            "unknown residual coder 9 in cd_values[1] (0 to 3)"
+            "unknown residual coder 9 in cd_values[1] (0 to 5)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

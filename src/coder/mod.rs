@@ -1,10 +1,35 @@
 //! Residual coders: how a tile's residual words become bytes.
 
+pub mod ans;
+pub mod bitio;
 pub mod bitplane;
+pub mod context;
+pub mod ctxhuff;
+pub mod huffman;
 pub mod lzb;
+pub mod rans;
 pub mod rice;
 
 use crate::word::Word;
+
+/// How a tile's residuals are laid out, for coders that model neighbours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    /// Words per row: the residual `width` back is the same series one step earlier.
+    pub width: usize,
+    /// Words between neighbouring elements of a row (the component count), at least 1.
+    pub left: usize,
+}
+
+impl Dims {
+    /// The layout of `tile`'s residuals.
+    pub fn of(tile: &crate::layout::Tile, spatial: crate::tile::Spatial) -> Dims {
+        Dims {
+            width: tile.col1 - tile.col0,
+            left: spatial.stride.max(1),
+        }
+    }
+}
 
 /// A residual coder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,11 +41,23 @@ pub enum Coder {
     Bitplane,
     /// Rice codes with a parameter chosen per group of 32 residuals.
     Rice,
+    /// Archive mode: bit-length tokens coded with static rANS, one table per context of
+    /// neighbouring bit lengths, and the bits below the leading one raw.
+    ContextAns,
+    /// Archive mode's Huffman variant: the same tokens and contexts, one canonical
+    /// length-limited Huffman code per context.
+    ContextHuffman,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 3] = [Coder::LeadingZeroBytes, Coder::Bitplane, Coder::Rice];
+    pub const ALL: [Coder; 5] = [
+        Coder::LeadingZeroBytes,
+        Coder::Bitplane,
+        Coder::Rice,
+        Coder::ContextAns,
+        Coder::ContextHuffman,
+    ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
     pub fn id(self) -> u8 {
@@ -28,6 +65,8 @@ impl Coder {
             Coder::LeadingZeroBytes => 1,
             Coder::Bitplane => 2,
             Coder::Rice => 3,
+            Coder::ContextAns => 4,
+            Coder::ContextHuffman => 5,
         }
     }
 
@@ -42,33 +81,42 @@ impl Coder {
             Coder::LeadingZeroBytes => "lzbytes",
             Coder::Bitplane => "bitplane",
             Coder::Rice => "rice",
+            Coder::ContextAns => "ctx-ans",
+            Coder::ContextHuffman => "ctx-huffman",
         }
     }
 
-    /// Appends the coding of `values` to `out`.
-    pub fn encode<T: Word>(self, values: &[T], out: &mut Vec<u8>) {
+    /// Appends the coding of `values`, laid out as `dims` says, to `out`.
+    pub fn encode<T: Word>(self, values: &[T], dims: Dims, out: &mut Vec<u8>) {
         match self {
             Coder::LeadingZeroBytes => lzb::encode(values, out),
             Coder::Bitplane => bitplane::encode(values, out),
             Coder::Rice => rice::encode(values, out),
+            Coder::ContextAns => ans::encode(values, dims, out),
+            Coder::ContextHuffman => ctxhuff::encode(values, dims, out),
         }
     }
 
-    /// Decodes `out.len()` values from `input`, which must be exactly their coding.
-    pub fn decode<T: Word>(self, input: &[u8], out: &mut [T]) -> Result<(), String> {
+    /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
+    /// exactly their coding.
+    pub fn decode<T: Word>(self, input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
         match self {
             Coder::LeadingZeroBytes => lzb::decode(input, out),
             Coder::Bitplane => bitplane::decode(input, out),
             Coder::Rice => rice::decode(input, out),
+            Coder::ContextAns => ans::decode(input, dims, out),
+            Coder::ContextHuffman => ctxhuff::decode(input, dims, out),
         }
     }
 
-    /// Estimated coded size of `values` in bits, to choose between candidates.
-    pub fn estimate_bits<T: Word>(self, values: &[T]) -> u64 {
+    /// Estimated coded size of `values` (laid out as `dims` says) in bits, to choose
+    /// between candidates.
+    pub fn estimate_bits<T: Word>(self, values: &[T], dims: Dims) -> u64 {
         match self {
             Coder::LeadingZeroBytes => lzb::encoded_bits(values),
             Coder::Bitplane => 8 * bitplane::encoded_len(values) as u64,
             Coder::Rice => rice::estimate_bits(values),
+            Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
         }
     }
 
@@ -81,6 +129,9 @@ impl Coder {
             Coder::Bitplane => n.div_ceil(8 * bytes) * bytes,
             // A 6-bit header per group of 32 values.
             Coder::Rice => (n.div_ceil(32) * 6).div_ceil(8),
+            // Entropy coding has no per-value floor: the bound is per tile.
+            Coder::ContextAns => ans::min_encoded_len(),
+            Coder::ContextHuffman => ctxhuff::min_encoded_len(),
         }
     }
 }

@@ -1,0 +1,184 @@
+//! LSB-first bit streams for the entropy coders: a growable writer and a bounds-safe
+//! reader that reads zeros past the end and reports how far it went.
+
+/// Appends bit fields, least significant bit first, to a byte vector.
+#[derive(Debug, Default)]
+pub struct BitWriter {
+    out: Vec<u8>,
+    acc: u64,
+    nbits: u32,
+}
+
+impl BitWriter {
+    /// An empty writer with room for `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> BitWriter {
+        BitWriter {
+            out: Vec::with_capacity(bytes),
+            acc: 0,
+            nbits: 0,
+        }
+    }
+
+    /// Appends the low `n <= 32` bits of `bits` (which must be zero above them).
+    #[inline(always)]
+    pub fn put(&mut self, bits: u64, n: u32) {
+        debug_assert!(n <= 32 && bits >> n == 0);
+        self.acc |= bits << self.nbits;
+        self.nbits += n;
+        if self.nbits >= 32 {
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.nbits -= 32;
+        }
+    }
+
+    /// Appends the low `n <= 64` bits of `bits` (zero above them).
+    #[inline(always)]
+    pub fn put_wide(&mut self, bits: u64, n: u32) {
+        if n <= 32 {
+            self.put(bits, n);
+        } else {
+            self.put(bits & 0xffff_ffff, 32);
+            self.put(bits >> 32, n - 32);
+        }
+    }
+
+    /// Bits written so far.
+    pub fn len_bits(&self) -> u64 {
+        self.out.len() as u64 * 8 + u64::from(self.nbits)
+    }
+
+    /// The bytes, the last one zero-padded.
+    pub fn finish(mut self) -> Vec<u8> {
+        let bytes = self.nbits.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
+        self.out
+    }
+}
+
+/// Reads bit fields written by [`BitWriter`]. Past the end of the input it reads zeros;
+/// [`BitReader::overrun`] tells whether it did.
+#[derive(Debug)]
+pub struct BitReader<'a> {
+    input: &'a [u8],
+    /// Next input byte not yet in `buf`.
+    ptr: usize,
+    buf: u64,
+    cnt: u32,
+    /// Bits read in total.
+    consumed: u64,
+}
+
+impl<'a> BitReader<'a> {
+    /// A reader at the start of `input`.
+    pub fn new(input: &'a [u8]) -> BitReader<'a> {
+        BitReader {
+            input,
+            ptr: 0,
+            buf: 0,
+            cnt: 0,
+            consumed: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn refill(&mut self) {
+        let word = match self
+            .input
+            .get(self.ptr..)
+            .and_then(|s| s.first_chunk::<8>())
+        {
+            Some(bytes) => u64::from_le_bytes(*bytes),
+            None => self.load_tail(),
+        };
+        self.buf |= word << self.cnt;
+        self.ptr += ((63 - self.cnt) >> 3) as usize;
+        self.cnt |= 56;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn load_tail(&self) -> u64 {
+        let mut bytes = [0u8; 8];
+        if let Some(rest) = self.input.get(self.ptr..) {
+            let n = rest.len().min(8);
+            bytes[..n].copy_from_slice(&rest[..n]);
+        }
+        u64::from_le_bytes(bytes)
+    }
+
+    /// The next `n <= 56` bits without consuming them.
+    #[inline(always)]
+    pub fn peek(&mut self, n: u32) -> u64 {
+        if self.cnt < n {
+            self.refill();
+        }
+        self.buf & ((1u64 << n) - 1)
+    }
+
+    /// Drops `n` bits that a [`BitReader::peek`] of at least `n` bits made available.
+    #[inline(always)]
+    pub fn consume(&mut self, n: u32) {
+        debug_assert!(n <= self.cnt);
+        self.buf >>= n;
+        self.cnt -= n;
+        self.consumed += u64::from(n);
+    }
+
+    /// Reads an `n <= 64`-bit field.
+    #[inline(always)]
+    pub fn get_wide(&mut self, n: u32) -> u64 {
+        if n <= 56 {
+            let v = self.peek(n);
+            self.consume(n);
+            v
+        } else {
+            let lo = self.peek(32);
+            self.consume(32);
+            let hi = self.peek(n - 32);
+            self.consume(n - 32);
+            lo | hi << 32
+        }
+    }
+
+    /// True when more bits were read than the input holds.
+    pub fn overrun(&self) -> bool {
+        self.consumed > self.input.len() as u64 * 8
+    }
+
+    /// Whole bytes the bits read so far occupy (the last one possibly partly).
+    pub fn bytes_used(&self) -> usize {
+        self.consumed.div_ceil(8) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_of_every_width_round_trip() {
+        let mut w = BitWriter::default();
+        let fields: Vec<(u64, u32)> = (0..=64u32)
+            .map(|n| {
+                let v = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(u64::from(n) + 1);
+                (if n == 64 { v } else { v & ((1u64 << n) - 1) }, n)
+            })
+            .collect();
+        for &(v, n) in &fields {
+            w.put_wide(v, n);
+        }
+        let total: u64 = fields.iter().map(|f| u64::from(f.1)).sum();
+        assert_eq!(w.len_bits(), total);
+        let bytes = w.finish();
+        assert_eq!(bytes.len() as u64, total.div_ceil(8));
+        let mut r = BitReader::new(&bytes);
+        for &(v, n) in &fields {
+            assert_eq!(r.get_wide(n), v, "width {n}");
+        }
+        assert!(!r.overrun());
+        assert_eq!(r.bytes_used(), bytes.len());
+        r.get_wide(9);
+        assert!(r.overrun());
+    }
+}

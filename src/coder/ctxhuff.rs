@@ -1,0 +1,177 @@
+//! The archive coders' Huffman variant: the [`context`](super::context) model's tokens
+//! coded with canonical, length-limited Huffman codes, one code per context (as bzip2
+//! keeps several tables), each token's raw bits right after its code in one LSB-first
+//! bit stream. Decoding looks up [`MAX_CODE_LEN`] bits at a time.
+//!
+//! Coding layout: the context configuration (3 bytes); each context's code lengths
+//! ([`huffman::write_lengths`]); the bit stream to the end.
+
+use super::bitio::{BitReader, BitWriter};
+use super::context::{self, ContextConfig, CONFIG_LEN};
+use super::huffman::{self, MAX_CODE_LEN};
+use super::Dims;
+use crate::word::Word;
+
+/// Appends the coding of `values`, laid out as `dims` says, to `out`.
+pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
+    let classes = context::classes(values);
+    let cfg = ContextConfig::choose(&classes);
+    let ctx = context::contexts(&classes, dims, cfg);
+    let alphabet = context::alphabet::<T>();
+    let counts = context::count(&classes, &ctx, cfg.contexts(), alphabet);
+    cfg.write(out);
+    let codes: Vec<huffman::Encoder> = counts
+        .chunks(alphabet)
+        .map(|c| {
+            let lengths = huffman::code_lengths(c);
+            huffman::write_lengths(&lengths, out);
+            huffman::Encoder::new(&lengths).expect("code_lengths gives a valid code")
+        })
+        .collect();
+    let mut w = BitWriter::with_capacity(values.len() * T::BYTES);
+    for ((v, &c), &x) in values.iter().zip(&classes).zip(&ctx) {
+        let (bits, len) = codes[usize::from(x)].code(usize::from(c));
+        w.put(u64::from(bits), len);
+        if c >= 2 {
+            let n = u32::from(c) - 1;
+            w.put_wide(v.to_u64() & (u64::MAX >> (64 - n)), n);
+        }
+    }
+    out.extend_from_slice(&w.finish());
+}
+
+/// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
+/// exactly their coding.
+pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
+    let cfg = ContextConfig::read(input)?;
+    let alphabet = context::alphabet::<T>();
+    let mut at = CONFIG_LEN;
+    let mut decoders = Vec::with_capacity(cfg.contexts());
+    for _ in 0..cfg.contexts() {
+        let (lengths, used) = huffman::read_lengths(&input[at..], alphabet)?;
+        at += used;
+        decoders.push(huffman::Decoder::new(&lengths)?);
+    }
+    let stream = &input[at..];
+    let mut r = BitReader::new(stream);
+    let (width, step) = (dims.width.max(1), dims.left.max(1));
+    let mut classes = vec![0u8; out.len()];
+    for i in 0..out.len() {
+        let left = if i >= step { classes[i - step] } else { 0 };
+        let up = if i >= width { classes[i - width] } else { left };
+        let decoder = &decoders[cfg.context(up, left)];
+        let (c, len) = decoder
+            .decode(r.peek(MAX_CODE_LEN) as u32)
+            .ok_or("invalid Huffman code")?;
+        r.consume(len);
+        let c = c as u8;
+        out[i] = context::read_value(c, &mut r);
+        classes[i] = c;
+    }
+    if r.overrun() || r.bytes_used() != stream.len() {
+        return Err(format!(
+            "bit stream ends at byte {} of {}",
+            r.bytes_used(),
+            stream.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Fewest bytes a coding can take, whatever the number of values: the configuration
+/// and one empty table.
+pub fn min_encoded_len() -> usize {
+    CONFIG_LEN + 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    fn dims(width: usize) -> Dims {
+        Dims {
+            width,
+            left: 1 + width % 3 + usize::from(width == 1),
+        }
+    }
+
+    fn round_trip<T: Word>(values: &[T], width: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(values, dims(width), &mut out);
+        let mut back = vec![T::default(); values.len()];
+        decode(&out, dims(width), &mut back).unwrap();
+        assert_eq!(back, values);
+        out
+    }
+
+    fn laplace<T: Word>(rng: &mut SmallRng, n: usize, bits: u32) -> Vec<T> {
+        (0..n)
+            .map(|_| {
+                let b = rng.gen_range(0..=bits.min(T::BITS));
+                let v: u64 = rng.gen();
+                T::from_u64(if b == 0 { 0 } else { v >> (64 - b) })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_word_size_and_shape_round_trips() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        for n in [0usize, 1, 2, 5, 100, 2047, 2048, 5000, 16384, 40_000] {
+            for width in [1usize, 3, 64, 1000] {
+                round_trip::<u8>(&laplace(&mut rng, n, 8), width);
+                round_trip::<u16>(&laplace(&mut rng, n, 16), width);
+                round_trip::<u32>(&laplace(&mut rng, n, 20), width);
+                round_trip::<u64>(&laplace(&mut rng, n, 64), width);
+            }
+        }
+        round_trip::<u64>(&[u64::MAX, 0, 1, 1 << 63], 1);
+    }
+
+    #[test]
+    fn size_is_within_a_bit_per_token_of_the_estimate() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
+        let out = round_trip(&values, 500);
+        let estimate = context::estimate_bits(&values, dims(500)) / 8;
+        let size = out.len() as u64;
+        assert!(
+            size >= estimate && size < estimate + 100_000 / 8,
+            "{size} vs {estimate}"
+        );
+    }
+
+    #[test]
+    fn every_truncation_and_extension_is_an_error() {
+        let mut rng = SmallRng::seed_from_u64(9);
+        let values: Vec<u32> = laplace(&mut rng, 3000, 12);
+        let out = round_trip(&values, 30);
+        let mut back = vec![0u32; values.len()];
+        for cut in 0..out.len() {
+            assert!(
+                decode(&out[..cut], dims(30), &mut back).is_err(),
+                "cut {cut}"
+            );
+        }
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(decode(&longer, dims(30), &mut back).is_err());
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut back = vec![0u32; 500];
+        for _ in 0..20_000 {
+            let len = rng.gen_range(0..200);
+            let mut bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            if bytes.len() >= 3 {
+                bytes[0] = rng.gen_range(1..=16);
+                bytes[1] = if rng.gen() { 1 } else { 3 };
+            }
+            let _ = decode(&bytes, dims(25), &mut back);
+        }
+    }
+}
