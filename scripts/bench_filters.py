@@ -174,11 +174,17 @@ def try_row(name, measure):
         return (name, f"error: {first}".replace("|", "/"))
 
 
-def workloads(quick):
-    """(name, array, chunks): the generated observation and the HERA files, time-major."""
+def workloads(quick, archive=False):
+    """(name, array, chunks): the generated observation and the HERA files, time-major.
+
+    The archive comparison adds the observation in 4 MiB chunks that hold its whole time
+    axis (ntime x 256 channels x 16 products), the chunking an archive should use."""
     ntime = 16 if quick else 128
     obs = datasets.meerkat_like(ntime=ntime)
     out = [(f"MeerKAT-like {obs.nbytes >> 20} MiB", obs, (8, obs.shape[1], obs.shape[2]))]
+    if archive:
+        channels = max(1, (4 << 20) // (ntime * obs.shape[2] * obs.itemsize))
+        out.append((f"MeerKAT-like {obs.nbytes >> 20} MiB, whole-time chunks", obs, (ntime, channels, obs.shape[2])))
     for path in datasets.hera_files():
         time_major, _, _ = datasets.load_hera(path)
         out.append((path.name.split(".HH")[0].split(".sum")[0], time_major, time_major.shape))
@@ -319,7 +325,7 @@ def main():
         return
     shm = pathlib.Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
-    loads = workloads(args.quick)
+    loads = workloads(args.quick, archive=args.archive)
     print(f"h5py {h5py.version.version}, HDF5 {h5py.version.hdf5_version}, hdf5plugin {hdf5plugin.version}, "
           f"files in {base or 'a temp dir'}, chunk cache off, best of {args.repeats}")
     with tempfile.TemporaryDirectory(dir=base) as tmp:

@@ -92,6 +92,9 @@ pub struct Candidates {
     /// Choose the predictor and map first, then the head, instead of estimating
     /// every combination.
     pub greedy: bool,
+    /// Also try seed 003's value dictionary on the tile's words as they are, and keep
+    /// it when smaller (archive mode with no coder requested).
+    pub try_dictionary: bool,
 }
 
 impl Candidates {
@@ -202,6 +205,7 @@ impl Params {
             heads,
             coder,
             greedy: archive,
+            try_dictionary: archive && self.coder.is_none(),
         }
     }
 

@@ -24,6 +24,10 @@ pub enum Predictor {
     /// ndzip's integer Lorenzo transform over time and the innermost element axis:
     /// x[t-1, c] + x[t, c-s] - x[t-1, c-s] (seed 001), previous sample at the edges.
     Lorenzo,
+    /// No prediction: every row is coded as it is (with a spatial head, every row is
+    /// predicted from its neighbour along the innermost element axis). For data with
+    /// few distinct values (seed 003's value dictionary) or no time correlation.
+    Zero,
 }
 
 /// Fractional bits of Holt's fixed-point state.
@@ -48,6 +52,9 @@ impl Predictor {
     /// The previous time sample.
     pub const PREVIOUS: Predictor = Predictor::Lagrange(1);
 
+    /// Id of [`Predictor::Zero`] (12 is cd_values' "auto").
+    pub const ZERO_ID: u8 = 13;
+
     /// The predictor's id in cd_values and tile headers (1 to 11; 0 means default).
     pub fn id(self) -> u8 {
         match self {
@@ -59,11 +66,15 @@ impl Predictor {
             Predictor::Median(_) => 9,
             Predictor::Holt => 10,
             Predictor::Lorenzo => 11,
+            Predictor::Zero => Self::ZERO_ID,
         }
     }
 
-    /// The predictor with id `id` (1 to 11).
+    /// The predictor with id `id` (1 to 11, or 13 for [`Predictor::Zero`]).
     pub fn from_id(id: u32) -> Option<Predictor> {
+        if id == u32::from(Self::ZERO_ID) {
+            return Some(Predictor::Zero);
+        }
         Predictor::ALL.into_iter().find(|p| u32::from(p.id()) == id)
     }
 
@@ -77,6 +88,7 @@ impl Predictor {
             Predictor::Median(n) => format!("median{n}"),
             Predictor::Holt => "holt".into(),
             Predictor::Lorenzo => "lorenzo".into(),
+            Predictor::Zero => "none".into(),
         }
     }
 
@@ -85,6 +97,7 @@ impl Predictor {
         match self {
             Predictor::Lagrange(n) | Predictor::Mean(n) | Predictor::Median(n) => n as usize,
             Predictor::Holt | Predictor::Lorenzo => 1,
+            Predictor::Zero => 0,
         }
     }
 }
@@ -193,13 +206,17 @@ impl<T: Word> RowPredictor<T> {
                     *o = T::from_u64(((level + trend) >> HOLT_FRACTION) as u64);
                 }
             }
-            Predictor::Lorenzo => unreachable!("handled above"),
+            Predictor::Lorenzo | Predictor::Zero => unreachable!("handled above"),
         }
         Some(&self.prediction[..n])
     }
 
     /// Records the actual (mapped) row that followed.
     pub fn observe(&mut self, row: Vec<T>) {
+        if self.kind == Predictor::Zero {
+            self.spare = row;
+            return;
+        }
         if self.kind == Predictor::Holt {
             self.observe_holt(&row);
         }
@@ -328,5 +345,19 @@ mod tests {
         }
         assert_eq!(Predictor::from_id(0), None);
         assert_eq!(Predictor::from_id(12), None);
+        assert_eq!(Predictor::from_id(13), Some(Predictor::Zero));
+        assert_eq!(Predictor::from_id(14), None);
+    }
+
+    #[test]
+    fn zero_never_predicts() {
+        let mut p = RowPredictor::<u32>::new(Predictor::Zero);
+        for t in 0..5u32 {
+            assert!(p.predict(1).is_none());
+            let mut row = p.take_buffer();
+            row.push(t);
+            p.observe(row);
+        }
+        assert!(p.rows.is_empty());
     }
 }

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::coder::{Coder, Dims};
+use crate::coder::{dict, Coder, Dims};
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tile};
 use crate::params::Candidates;
@@ -96,7 +96,34 @@ pub fn encode_tile<T: Word>(
     spatial: Spatial,
 ) -> Vec<u8> {
     let coding = choose::<T>(src, g, tile, candidates, spatial);
-    let residuals = residuals::<T>(src, g, tile, coding, spatial, tile.col0..tile.col1);
+    let cols = tile.col0..tile.col1;
+    let dims = Dims::of(tile, spatial);
+    let chosen = residuals::<T>(src, g, tile, coding, spatial, cols.clone());
+    let out = encode_with(coding, &chosen, dims);
+    if !candidates.try_dictionary {
+        return out;
+    }
+    // Seed 003: the words themselves as dictionary symbols, when there are few.
+    let raw = Coding {
+        predictor: Predictor::Zero,
+        map: ResidualMap::Xor,
+        coder: Coder::Dictionary,
+        spatial_head: false,
+    };
+    let words = residuals::<T>(src, g, tile, raw, spatial, cols);
+    if dict::distinct(&words).is_none() {
+        return out;
+    }
+    let alternative = encode_with(raw, &words, dims);
+    if alternative.len() < out.len() {
+        alternative
+    } else {
+        out
+    }
+}
+
+/// The tile payload of `residuals` coded as `coding` says.
+fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims) -> Vec<u8> {
     let mut out = Vec::with_capacity(TILE_HEADER_LEN + residuals.len() * T::BYTES / 2);
     let head = if coding.spatial_head {
         SPATIAL_HEAD_BIT
@@ -105,8 +132,7 @@ pub fn encode_tile<T: Word>(
     };
     out.push(coding.predictor.id() | head);
     out.push(coding.map.id() << 4 | coding.coder.id());
-    let dims = Dims::of(tile, spatial);
-    coding.coder.encode(&residuals, dims, &mut out);
+    coding.coder.encode(residuals, dims, &mut out);
     out
 }
 

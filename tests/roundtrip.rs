@@ -304,8 +304,9 @@ fn every_predictor_map_and_coder_round_trips() {
         ),
         (&i16s, Params::new(2, &[40, 60])),
     ];
+    let predictors = Predictor::ALL.into_iter().chain([Predictor::Zero]);
     for (data, base) in &cases {
-        for predictor in Predictor::ALL {
+        for predictor in predictors.clone() {
             for map in ResidualMap::ALL {
                 for &coder in &coders {
                     let params = Params {
@@ -321,6 +322,68 @@ fn every_predictor_map_and_coder_round_trips() {
             }
         }
     }
+}
+
+/// Archive mode: bit-exact on special values in every tile shape, smaller than fast mode
+/// on smooth data, and seed 003's value dictionary for data with few distinct values.
+#[test]
+fn archive_mode_round_trips_and_uses_the_dictionary_for_few_values() {
+    use karoo::{Coder, Mode};
+    let archive = |p: Params| Params {
+        mode: Mode::Archive,
+        ..p
+    };
+    let mut smooth = smooth_f32(&[64, 1000, 2], 5);
+    for (i, special) in [0x7fc0_1234u32, 0x8000_0000, 0x7f80_0000, 1, 0xff80_0000]
+        .iter()
+        .enumerate()
+    {
+        smooth[i * 4001 * 4..i * 4001 * 4 + 4].copy_from_slice(&special.to_le_bytes());
+    }
+    let complex = Params {
+        components: 2,
+        ..Params::new(4, &[64, 1000, 2])
+    };
+    for threads in [1, 2] {
+        let params = archive(Params {
+            threads,
+            ..complex.clone()
+        });
+        let packed = compress(&smooth, &params).unwrap();
+        assert_eq!(decompress(&packed).unwrap(), smooth);
+        let fast = compress(&smooth, &complex).unwrap();
+        assert!(
+            packed.len() < fast.len(),
+            "{} vs {}",
+            packed.len(),
+            fast.len()
+        );
+    }
+    // 12 levels of a quantised signal, in random order: no time correlation at all.
+    let mut rng = SmallRng::seed_from_u64(8);
+    let levels: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
+    let few: Vec<u8> = (0..64 * 1000)
+        .flat_map(|_| levels[rng.gen_range(0..12)].to_le_bytes())
+        .collect();
+    let plain = archive(Params::new(4, &[64, 1000]));
+    let packed = compress(&few, &plain).unwrap();
+    assert_eq!(decompress(&packed).unwrap(), few);
+    let without = compress(
+        &few,
+        &Params {
+            coder: Some(Coder::ContextAns),
+            ..plain.clone()
+        },
+    )
+    .unwrap();
+    // log2(12) = 3.58 bits per value: Huffman on 12 symbols needs ~3.6.
+    assert!(packed.len() * 8 < 64 * 1000 * 37 / 10, "{}", packed.len());
+    assert!(
+        packed.len() * 3 < without.len() * 2,
+        "{} vs {}",
+        packed.len(),
+        without.len()
+    );
 }
 
 /// Two tiles swapped, with a header rewritten to match (so its own checksum passes):

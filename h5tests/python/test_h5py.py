@@ -137,7 +137,7 @@ def test_time_axis_and_explicit_lag(tmp_path):
 @pytest.mark.parametrize(
     "opts, message",
     [
-        ((1, 6 << 16), "karoo: unknown residual coder 6 in cd_values[1] (0 to 5)"),
+        ((1, 7 << 16), "karoo: unknown residual coder 7 in cd_values[1] (0 to 6)"),
         ((5,), "karoo: unknown mode 5 in cd_values[0]"),
         ((0, 42), "karoo: unknown predictor 42 in cd_values[1]"),
         ((0, 0, 10**9), "karoo: 1000000000 threads in cd_values[2]; at most 1024 allowed"),
@@ -191,3 +191,42 @@ def test_garbage_chunk_is_not_a_karoo_chunk(h5file, capfd):
         with pytest.raises(OSError):
             f["d"][...]
         assert "karoo: not a karoo chunk (bad magic bytes)" in reported(capfd)
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "c8", "c16", "i2", "u8"])
+@pytest.mark.parametrize("opts", [(1,), (1, 5 << 16, 1), (1, 6 << 16, 2)])
+def test_archive_mode_round_trips_with_edge_chunks(h5file, dtype, opts):
+    """Archive mode: default (context rANS), its Huffman variant and the value dictionary."""
+    shape, chunks = (37, 5, 9), (16, 3, 4)
+    if dtype[0] in "iu":
+        rng = np.random.default_rng(2)
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    else:
+        data = special_floats(dtype, shape, seed=4)
+    assert same_bits(write_read(h5file, data, chunks, opts=opts), data)
+    with h5py.File(h5file, "r") as f:
+        values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[1]
+    assert values[:3] == opts + (0,) * (3 - len(opts))
+
+
+def test_archive_mode_is_smaller_than_fast_mode(tmp_path):
+    data = special_floats("c8", (64, 128, 4))
+    sizes = {}
+    for mode in (0, 1):
+        path = tmp_path / f"m{mode}.h5"
+        assert same_bits(write_read(path, data, (64, 32, 4), opts=(mode,)), data)
+        with h5py.File(path, "r") as f:
+            sizes[mode] = f["d"].id.get_storage_size()
+    assert sizes[1] < 0.97 * sizes[0], sizes
+
+
+def test_archive_mode_codes_few_distinct_values_as_a_dictionary(h5file):
+    """Seed 003: 16 quantisation levels in random order cost about 4 bits each."""
+    rng = np.random.default_rng(5)
+    levels = np.linspace(-1, 1, 16, dtype="f4")
+    data = levels[rng.integers(0, 16, size=(100, 1000))]
+    assert same_bits(write_read(h5file, data, (100, 1000), opts=(1,)), data)
+    with h5py.File(h5file, "r") as f:
+        stored = f["d"].id.get_storage_size()
+    assert stored < data.size * 4.1 / 8, stored

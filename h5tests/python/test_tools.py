@@ -59,6 +59,22 @@ def test_h5repack_compresses_with_karoo_and_h5py_reads_it(tmp_path):
             assert f[name].compression is None
 
 
+def test_h5repack_writes_archive_mode_and_h5dump_reads_it(tmp_path):
+    """HDF5 1.10's tools write and read archive mode; h5py (HDF5 2.0) reads it too."""
+    h5repack, h5dump = tool("h5repack"), tool("h5dump")
+    plain, packed, raw = tmp_path / "plain.h5", tmp_path / "packed.h5", tmp_path / "vis.bin"
+    data = special_floats("f4", (64, 40, 4))
+    with h5py.File(plain, "w") as f:
+        f.create_dataset("vis", data=data, chunks=(64, 20, 4))
+    run(h5repack, "-f", f"UD={KAROO},0,1,1", str(plain), str(packed))
+    run(h5dump, "-d", "/vis", "-b", "LE", "-o", str(raw), str(packed))
+    assert raw.read_bytes() == data.tobytes()
+    with h5py.File(packed, "r") as f:
+        assert same_bits(f["vis"][...], data)
+        assert f["vis"].id.get_create_plist().get_filter_by_id(KAROO)[1][:2] == (1, 0)
+        assert f["vis"].id.get_storage_size() < 0.9 * data.nbytes
+
+
 def test_h5repack_falls_back_when_karoo_refuses_the_options(tmp_path):
     """An unknown mode is refused at creation; h5repack then keeps the original layout."""
     h5repack = tool("h5repack")

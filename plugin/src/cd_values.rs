@@ -20,11 +20,13 @@
 //! Predictors (low byte of `[1]`): 0 auto (per tile, among previous, parallelogram,
 //! mean of 2 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
 //! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
-//! 11 Lorenzo, 12 auto. Residual maps (second byte): 0 auto (by element class), 1 XOR,
+//! 11 Lorenzo, 12 auto, 13 none (values coded as they are). Residual maps (second byte): 0 auto (by element class), 1 XOR,
 //! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice in
 //! fast mode, context rANS in archive mode), 1 leading-zero bytes (seed 000), 2 bit
-//! planes (ndzip), 3 Rice, 4 context rANS. In archive mode, auto predictor tries all 11
-//! predictors, each also with a spatially predicted first row.
+//! planes (ndzip), 3 Rice, 4 context rANS, 5 context Huffman, 6 value dictionary
+//! (seed 003). In archive mode, auto predictor tries all but the medians, each also
+//! with a spatially predicted first row, and the default coder also tries the value
+//! dictionary on the words as they are.
 
 use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
 
@@ -111,7 +113,7 @@ impl UserOptions {
             0 | PREDICTOR_AUTO => None,
             id => Some(
                 Predictor::from_id(id)
-                    .ok_or_else(|| format!("unknown predictor {id} in cd_values[1] (0 to 12)"))?,
+                    .ok_or_else(|| format!("unknown predictor {id} in cd_values[1] (0 to 13)"))?,
             ),
         };
         let residual_map = match field(8) {
@@ -332,7 +334,7 @@ mod tests {
         );
         assert_eq!(
             UserOptions::parse(&[0, 99]).unwrap_err(),
-            "unknown predictor 99 in cd_values[1] (0 to 12)"
+            "unknown predictor 99 in cd_values[1] (0 to 13)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 4 << 8]).unwrap_err(),
@@ -340,7 +342,7 @@ mod tests {
         );
         assert_eq!(
             UserOptions::parse(&[0, 9 << 16]).unwrap_err(),
-            "unknown residual coder 9 in cd_values[1] (0 to 5)"
+            "unknown residual coder 9 in cd_values[1] (0 to 6)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

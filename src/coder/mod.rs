@@ -5,6 +5,7 @@ pub mod bitio;
 pub mod bitplane;
 pub mod context;
 pub mod ctxhuff;
+pub mod dict;
 pub mod huffman;
 pub mod lzb;
 pub mod rans;
@@ -47,16 +48,20 @@ pub enum Coder {
     /// Archive mode's Huffman variant: the same tokens and contexts, one canonical
     /// length-limited Huffman code per context.
     ContextHuffman,
+    /// Seed 003's value-symbol Huffman: words as indices into the tile's dictionary of
+    /// at most 256 distinct values (context rANS when there are more).
+    Dictionary,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 5] = [
+    pub const ALL: [Coder; 6] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
         Coder::ContextAns,
         Coder::ContextHuffman,
+        Coder::Dictionary,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -67,6 +72,7 @@ impl Coder {
             Coder::Rice => 3,
             Coder::ContextAns => 4,
             Coder::ContextHuffman => 5,
+            Coder::Dictionary => 6,
         }
     }
 
@@ -83,6 +89,7 @@ impl Coder {
             Coder::Rice => "rice",
             Coder::ContextAns => "ctx-ans",
             Coder::ContextHuffman => "ctx-huffman",
+            Coder::Dictionary => "dictionary",
         }
     }
 
@@ -94,6 +101,7 @@ impl Coder {
             Coder::Rice => rice::encode(values, out),
             Coder::ContextAns => ans::encode(values, dims, out),
             Coder::ContextHuffman => ctxhuff::encode(values, dims, out),
+            Coder::Dictionary => dict::encode(values, dims, out),
         }
     }
 
@@ -106,6 +114,7 @@ impl Coder {
             Coder::Rice => rice::decode(input, out),
             Coder::ContextAns => ans::decode(input, dims, out),
             Coder::ContextHuffman => ctxhuff::decode(input, dims, out),
+            Coder::Dictionary => dict::decode(input, dims, out),
         }
     }
 
@@ -117,6 +126,9 @@ impl Coder {
             Coder::Bitplane => 8 * bitplane::encoded_len(values) as u64,
             Coder::Rice => rice::estimate_bits(values),
             Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
+            Coder::Dictionary => {
+                dict::estimate_bits(values).unwrap_or_else(|| context::estimate_bits(values, dims))
+            }
         }
     }
 
@@ -132,6 +144,7 @@ impl Coder {
             // Entropy coding has no per-value floor: the bound is per tile.
             Coder::ContextAns => ans::min_encoded_len(),
             Coder::ContextHuffman => ctxhuff::min_encoded_len(),
+            Coder::Dictionary => dict::min_encoded_len(),
         }
     }
 }
