@@ -4,13 +4,13 @@
 //! Coding layout: the context configuration (3 bytes); the tables (bit-packed, padded to
 //! a byte); the rANS stream length (u32, little-endian) and stream; the raw bits to the
 //! end. A table is 1 bit (context unused) or 1 bit, the first and last token present
-//! (7 bits each) and a 6-bit quantised count `q` per token in between, 0 for an absent
+//! (8 bits each) and a 6-bit quantised count `q` per token in between, 0 for an absent
 //! token: the count is about `2^((q - 1) / 3)`. Encoder and decoder derive the
 //! frequencies from the quantised counts alone ([`weight`] and [`rans::normalize`]), so
 //! they agree bit for bit; quantising costs well under 1% of the token bits.
 
 use super::bitio::{BitReader, BitWriter};
-use super::context::{self, ContextConfig, CONFIG_LEN};
+use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::rans::{self, Table};
 use super::Dims;
 use crate::word::Word;
@@ -71,8 +71,8 @@ fn write_table(counts: &[u32], w: &mut BitWriter) -> Table {
         return Table::new(rans::normalize(&vec![0; counts.len()]));
     };
     w.put(1, 1);
-    w.put(lo as u64, 7);
-    w.put(hi as u64, 7);
+    w.put(lo as u64, 8);
+    w.put(hi as u64, 8);
     let mut weights = vec![0u64; counts.len()];
     for s in lo..=hi {
         let q = quantise(counts[s]);
@@ -86,8 +86,8 @@ fn write_table(counts: &[u32], w: &mut BitWriter) -> Table {
 fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, String> {
     let mut weights = vec![0u64; alphabet];
     if r.get_wide(1) == 1 {
-        let lo = r.get_wide(7) as usize;
-        let hi = r.get_wide(7) as usize;
+        let lo = r.get_wide(8) as usize;
+        let hi = r.get_wide(8) as usize;
         if lo > hi || hi >= alphabet {
             return Err(format!("table range {lo}..={hi} outside {alphabet} tokens"));
         }
@@ -102,11 +102,10 @@ fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, String> {
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let classes = context::classes(values);
-    let cfg = ContextConfig::choose(&classes);
-    let ctx = context::contexts(&classes, dims, cfg);
-    let alphabet = context::alphabet::<T>();
-    let counts = context::count(&classes, &ctx, cfg.contexts(), alphabet);
+    let model = Model::build(values, dims);
+    let (cfg, classes, ctx, tokens) = (model.cfg, model.classes, model.contexts, model.tokens);
+    let alphabet = cfg.alphabet::<T>();
+    let counts = model.counts;
     cfg.write(out);
     let mut tw = BitWriter::default();
     let tables: Vec<Table> = counts
@@ -118,8 +117,8 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     let mut enc = rans::Encoder::with_capacity(values.len());
     for i in (0..values.len()).rev() {
         let t = &tables[usize::from(ctx[i])];
-        let c = usize::from(classes[i]);
-        enc.put(i, t.freq[c].into(), t.cum[c].into());
+        let s = usize::from(tokens[i]);
+        enc.put(i, t.freq[s].into(), t.cum[s].into());
     }
     let mut stream = Vec::new();
     enc.finish(&mut stream);
@@ -127,7 +126,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     out.extend_from_slice(&stream);
 
     let mut raw = BitWriter::with_capacity(values.len() * T::BYTES);
-    context::write_raw_bits(values, &classes, &mut raw);
+    cfg.write_raw_bits(values, &classes, &mut raw);
     out.extend_from_slice(&raw.finish());
 }
 
@@ -135,7 +134,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// exactly their coding.
 pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
     let cfg = ContextConfig::read(input)?;
-    let alphabet = context::alphabet::<T>();
+    let alphabet = cfg.alphabet::<T>();
     let mut tr = BitReader::new(&input[CONFIG_LEN..]);
     let tables = (0..cfg.contexts())
         .map(|_| read_table(&mut tr, alphabet))
@@ -163,21 +162,18 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
     // The first `step` words have no `left`; the rest of the first row's `up` is `left`.
     for i in 0..step.min(n) {
         let up = if i >= width { classes[i - width] } else { 0 };
-        let c = dec.get(i, &tables[cfg.context(up, 0)]) as u8;
-        out[i] = context::read_value(c, &mut bits);
-        classes[i] = c;
+        let t = dec.get(i, &tables[cfg.context(up, 0)]) as u8;
+        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
     }
     for i in step.min(n)..width.max(step).min(n) {
         let left = classes[i - step];
-        let c = dec.get(i, &tables[cfg.context(left, left)]) as u8;
-        out[i] = context::read_value(c, &mut bits);
-        classes[i] = c;
+        let t = dec.get(i, &tables[cfg.context(left, left)]) as u8;
+        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
     }
     for i in width.max(step).min(n)..n {
         let (up, left) = (classes[i - width], classes[i - step]);
-        let c = dec.get(i, &tables[cfg.context(up, left)]) as u8;
-        out[i] = context::read_value(c, &mut bits);
-        classes[i] = c;
+        let t = dec.get(i, &tables[cfg.context(up, left)]) as u8;
+        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
     }
     dec.finish()?;
     if bits.overrun() || bits.bytes_used() != raw.len() {
@@ -268,7 +264,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(5);
         let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
         let out = round_trip(&values, 500);
-        let estimate = context::estimate_bits(&values, dims(500)) / 8;
+        let estimate = crate::coder::context::estimate_bits(&values, dims(500)) / 8;
         let size = out.len() as u64;
         assert!(
             size >= estimate && size < estimate + estimate / 100 + 600,

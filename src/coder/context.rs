@@ -1,6 +1,9 @@
 //! The context model of the archive coders: each residual becomes a token, its bit
-//! length (0 for zero), coded with a table chosen by the bit lengths of its neighbours,
-//! followed by the bits below its leading one, stored raw.
+//! length `c` and the `token_bits` (1 or 2, chosen per tile) bits below its leading
+//! one, coded with a table chosen by the bit lengths of its neighbours, followed by its
+//! remaining low bits, stored raw (a "hybrid integer", as JPEG XL calls it). With
+//! `k = token_bits`, values below `2^(k + 1)` are their own token; above, a value's
+//! token is `2^(k + 1) + (c - k - 2) 2^k + m`, `m` the `k` bits below its leading one.
 //!
 //! The context of residual `i` of a tile whose rows are `width` words long comes from
 //! `up`, the bit length of residual `i - width` (the same series one time step earlier;
@@ -15,10 +18,8 @@ use super::bitio::{BitReader, BitWriter};
 use super::Dims;
 use crate::word::Word;
 
-/// Most contexts a tile can use.
-pub const MAX_CONTEXTS: usize = 48;
-
-/// How a tile's contexts are formed; recorded in the first 3 bytes of its coding.
+/// How a tile's contexts and tokens are formed; recorded in the first
+/// [`CONFIG_LEN`] bytes of its coding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextConfig {
     /// Classes of `up` (1..=16).
@@ -27,15 +28,18 @@ pub struct ContextConfig {
     pub split: u8,
     /// Bit length of `up` that class 1 stands for.
     pub base: u8,
+    /// Bits below the leading one that a token carries (1 or 2).
+    pub token_bits: u8,
 }
 
 /// Bytes of a recorded [`ContextConfig`].
-pub const CONFIG_LEN: usize = 3;
+pub const CONFIG_LEN: usize = 4;
 
 impl ContextConfig {
-    /// The configuration for `classes` (bit lengths of a tile's residuals): more contexts
-    /// for more residuals, the classes centred on the median nonzero bit length.
-    pub fn choose(classes: &[u8]) -> ContextConfig {
+    /// The context layout for `classes` (bit lengths of a tile's residuals): more
+    /// contexts for more residuals, the classes centred on the median nonzero bit
+    /// length; `token_bits` 1.
+    fn layout(classes: &[u8]) -> ContextConfig {
         let (buckets, split) = match classes.len() {
             0..2048 => (1, 1),
             2048..16384 => (6, 1),
@@ -58,6 +62,7 @@ impl ContextConfig {
             buckets,
             split,
             base,
+            token_bits: 1,
         }
     }
 
@@ -68,23 +73,28 @@ impl ContextConfig {
 
     /// Appends the configuration's bytes.
     pub fn write(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[self.buckets, self.split, self.base]);
+        out.extend_from_slice(&[self.buckets, self.split, self.base, self.token_bits]);
     }
 
     /// The configuration at the start of `input`, validated.
     pub fn read(input: &[u8]) -> Result<ContextConfig, String> {
-        let &[buckets, split, base] = input
+        let &[buckets, split, base, token_bits] = input
             .first_chunk::<CONFIG_LEN>()
             .ok_or("coding shorter than its context configuration")?;
-        if !(1..=16).contains(&buckets) || !(split == 1 || split == 3) || base == 0 {
+        if !(1..=16).contains(&buckets)
+            || !(split == 1 || split == 3)
+            || base == 0
+            || !(1..=2).contains(&token_bits)
+        {
             return Err(format!(
-                "invalid context configuration {buckets}/{split}/{base}"
+                "invalid context configuration {buckets}/{split}/{base}/{token_bits}"
             ));
         }
         Ok(ContextConfig {
             buckets,
             split,
             base,
+            token_bits,
         })
     }
 
@@ -104,16 +114,159 @@ impl ContextConfig {
         };
         (class * i32::from(self.split) + refine) as usize
     }
+
+    /// Values below this are their own token.
+    #[inline(always)]
+    fn direct(self) -> u32 {
+        2 << self.token_bits
+    }
+
+    /// Number of token symbols for words of type `T` (at most 256).
+    pub fn alphabet<T: Word>(self) -> usize {
+        let k = u32::from(self.token_bits);
+        (self.direct() + (T::BITS - k - 1) * (1 << k)) as usize
+    }
+
+    /// The token of value `v` of bit length `c`.
+    #[inline(always)]
+    pub fn token(self, v: u64, c: u8) -> u8 {
+        let (c, k) = (u32::from(c), u32::from(self.token_bits));
+        if c <= k + 1 {
+            v as u8
+        } else {
+            let m = (v >> (c - k - 1)) as u32 & ((1 << k) - 1);
+            (self.direct() + ((c - k - 2) << k) + m) as u8
+        }
+    }
+
+    /// Bit length of the values token `t` stands for.
+    #[inline(always)]
+    pub fn class_of(self, t: u8) -> u8 {
+        let t = u32::from(t);
+        if t < self.direct() {
+            (32 - t.leading_zeros()) as u8
+        } else {
+            ((t - self.direct()) >> self.token_bits) as u8 + self.token_bits + 2
+        }
+    }
+
+    /// Raw bits of a value of bit length `c`: those below the token's.
+    #[inline(always)]
+    pub fn raw_bits(self, c: u8) -> u32 {
+        u32::from(c).saturating_sub(u32::from(self.token_bits) + 1)
+    }
+
+    /// The value of token `t` whose raw bits come next from `r`, and its bit length.
+    #[inline(always)]
+    pub fn read_value<T: Word>(self, t: u8, r: &mut BitReader<'_>) -> (T, u8) {
+        let c = self.class_of(t);
+        let v = if u32::from(t) < self.direct() {
+            u64::from(t)
+        } else {
+            let n = self.raw_bits(c);
+            let k = self.token_bits;
+            let top = (u64::from(t) & ((1 << k) - 1) | 1 << k) << n;
+            if n == 0 {
+                top
+            } else {
+                top | r.get_wide(n)
+            }
+        };
+        (T::from_u64(v), c)
+    }
+
+    /// Appends the raw bits of every value.
+    pub fn write_raw_bits<T: Word>(self, values: &[T], classes: &[u8], w: &mut BitWriter) {
+        for (v, &c) in values.iter().zip(classes) {
+            let n = self.raw_bits(c);
+            if n > 0 {
+                w.put_wide(v.to_u64() & (u64::MAX >> (64 - n)), n);
+            }
+        }
+    }
 }
 
-/// Number of token symbols for words of type `T`: bit lengths 0..=BITS.
-pub fn alphabet<T: Word>() -> usize {
-    T::BITS as usize + 1
+/// A tile's residuals as the context model sees them.
+#[derive(Debug)]
+pub struct Model {
+    /// How contexts and tokens are formed.
+    pub cfg: ContextConfig,
+    /// Bit length of each residual.
+    pub classes: Vec<u8>,
+    /// Context of each residual.
+    pub contexts: Vec<u8>,
+    /// Token of each residual.
+    pub tokens: Vec<u8>,
+    /// Token counts per context (`cfg.contexts()` rows of `cfg.alphabet()`).
+    pub counts: Vec<u32>,
+    /// Estimated coded bits: token entropy per context, raw bits and tables.
+    pub estimated_bits: u64,
 }
 
-/// Bit length of each value.
-pub fn classes<T: Word>(values: &[T]) -> Vec<u8> {
-    values.iter().map(|v| v.bit_length() as u8).collect()
+impl Model {
+    /// The model of `values` laid out as `dims` says, with the token width (1 or 2
+    /// bits below the leading one) that gives the smaller estimated size.
+    pub fn build<T: Word>(values: &[T], dims: Dims) -> Model {
+        let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
+        let layout = ContextConfig::layout(&classes);
+        let contexts = contexts(&classes, dims, layout);
+        let mut best: Option<Model> = None;
+        for token_bits in [1, 2] {
+            let cfg = ContextConfig {
+                token_bits,
+                ..layout
+            };
+            let tokens: Vec<u8> = values
+                .iter()
+                .zip(&classes)
+                .map(|(v, &c)| cfg.token(v.to_u64(), c))
+                .collect();
+            let alphabet = cfg.alphabet::<T>();
+            let mut counts = vec![0u32; cfg.contexts() * alphabet];
+            for (&t, &x) in tokens.iter().zip(&contexts) {
+                counts[usize::from(x) * alphabet + usize::from(t)] += 1;
+            }
+            let raw: u64 = classes.iter().map(|&c| u64::from(cfg.raw_bits(c))).sum();
+            let estimated_bits = raw + entropy_and_table_bits(&counts, alphabet);
+            let better = best
+                .as_ref()
+                .map_or(true, |b| estimated_bits < b.estimated_bits);
+            if better {
+                best = Some(Model {
+                    cfg,
+                    classes: Vec::new(),
+                    contexts: Vec::new(),
+                    tokens,
+                    counts,
+                    estimated_bits,
+                });
+            }
+        }
+        let mut model = best.expect("two candidates");
+        model.classes = classes;
+        model.contexts = contexts;
+        model
+    }
+}
+
+/// Empirical entropy of the token counts of each context, plus about what their tables
+/// cost (6 bits per present token and 17 per used context, as [`super::ans`] stores them).
+fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
+    let mut bits = 0.0f64;
+    let mut table = 0u64;
+    for row in counts.chunks(alphabet) {
+        let total: u32 = row.iter().sum();
+        if total == 0 {
+            continue;
+        }
+        let t = f64::from(total);
+        let present = row.iter().filter(|&&n| n > 0);
+        table += 17 + 6 * present.clone().count() as u64;
+        bits += present
+            .map(|&n| f64::from(n) * (t / f64::from(n)).log2())
+            .sum::<f64>();
+    }
+    bits as u64 + table
 }
 
 /// Context of each value (see the module documentation).
@@ -128,63 +281,53 @@ pub fn contexts(classes: &[u8], dims: Dims, cfg: ContextConfig) -> Vec<u8> {
         .collect()
 }
 
-/// Token counts per context.
-pub fn count(classes: &[u8], contexts: &[u8], n_contexts: usize, alphabet: usize) -> Vec<u32> {
-    let mut counts = vec![0u32; n_contexts * alphabet];
-    for (&c, &x) in classes.iter().zip(contexts) {
-        counts[usize::from(x) * alphabet + usize::from(c)] += 1;
-    }
-    counts
-}
-
-/// Appends the raw bits (those below the leading one) of every value.
-pub fn write_raw_bits<T: Word>(values: &[T], classes: &[u8], w: &mut BitWriter) {
-    for (v, &c) in values.iter().zip(classes) {
-        if c >= 2 {
-            let n = u32::from(c) - 1;
-            w.put_wide(v.to_u64() & (u64::MAX >> (64 - n)), n);
-        }
-    }
-}
-
-/// The value of bit length `class` whose raw bits come next from `r`.
-#[inline(always)]
-pub fn read_value<T: Word>(class: u8, r: &mut BitReader<'_>) -> T {
-    let v = match class {
-        0 => 0,
-        1 => 1,
-        c => {
-            let n = u32::from(c) - 1;
-            (1u64 << n) | r.get_wide(n)
-        }
-    };
-    T::from_u64(v)
-}
-
-/// Estimated bits of coding `values` (laid out as `dims` says): the empirical
-/// conditional entropy of the tokens plus the raw bits, without table costs.
+/// Estimated bits of coding `values` (laid out as `dims` says).
 pub fn estimate_bits<T: Word>(values: &[T], dims: Dims) -> u64 {
-    let classes = classes(values);
-    let cfg = ContextConfig::choose(&classes);
-    let ctx = contexts(&classes, dims, cfg);
-    let alphabet = alphabet::<T>();
-    let counts = count(&classes, &ctx, cfg.contexts(), alphabet);
-    let raw: u64 = classes
-        .iter()
-        .map(|&c| u64::from(c.saturating_sub(1)))
-        .sum();
-    let mut bits = 0.0f64;
-    for row in counts.chunks(alphabet) {
-        let total: u32 = row.iter().sum();
-        if total == 0 {
-            continue;
+    Model::build(values, dims).estimated_bits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_split_values_into_class_and_top_bits() {
+        for token_bits in [1u8, 2] {
+            let cfg = ContextConfig {
+                buckets: 1,
+                split: 1,
+                base: 1,
+                token_bits,
+            };
+            let mut previous = None;
+            for v in (0u64..5000).chain([u32::MAX.into(), u64::MAX - 1, u64::MAX]) {
+                let c = (64 - v.leading_zeros()) as u8;
+                let t = cfg.token(v, c);
+                assert_eq!(cfg.class_of(t), c, "{v}");
+                assert!(usize::from(t) < cfg.alphabet::<u64>());
+                // Tokens never decrease as values grow.
+                if v < 5000 {
+                    assert!(previous.map_or(true, |p| p <= t));
+                    previous = Some(t);
+                }
+                let mut w = BitWriter::default();
+                cfg.write_raw_bits(&[v], &[c], &mut w);
+                let bytes = w.finish();
+                let (back, class) = cfg.read_value::<u64>(t, &mut BitReader::new(&bytes));
+                assert_eq!((back, class), (v, c));
+            }
         }
-        let t = f64::from(total);
-        bits += row
-            .iter()
-            .filter(|&&n| n > 0)
-            .map(|&n| f64::from(n) * (t / f64::from(n)).log2())
-            .sum::<f64>();
+        let two = ContextConfig {
+            buckets: 1,
+            split: 1,
+            base: 1,
+            token_bits: 2,
+        };
+        assert_eq!(two.alphabet::<u64>(), 252);
+        assert_eq!(two.alphabet::<u8>(), 28);
+        assert_eq!(
+            (two.token(7, 3), two.token(8, 4), two.token(15, 4)),
+            (7, 8, 11)
+        );
     }
-    raw + bits as u64
 }

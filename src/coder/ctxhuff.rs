@@ -7,18 +7,17 @@
 //! ([`huffman::write_lengths`]); the bit stream to the end.
 
 use super::bitio::{BitReader, BitWriter};
-use super::context::{self, ContextConfig, CONFIG_LEN};
+use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::huffman::{self, MAX_CODE_LEN};
 use super::Dims;
 use crate::word::Word;
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let classes = context::classes(values);
-    let cfg = ContextConfig::choose(&classes);
-    let ctx = context::contexts(&classes, dims, cfg);
-    let alphabet = context::alphabet::<T>();
-    let counts = context::count(&classes, &ctx, cfg.contexts(), alphabet);
+    let model = Model::build(values, dims);
+    let (cfg, classes, ctx, tokens) = (model.cfg, model.classes, model.contexts, model.tokens);
+    let alphabet = cfg.alphabet::<T>();
+    let counts = model.counts;
     cfg.write(out);
     let codes: Vec<huffman::Encoder> = counts
         .chunks(alphabet)
@@ -29,11 +28,11 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
         })
         .collect();
     let mut w = BitWriter::with_capacity(values.len() * T::BYTES);
-    for ((v, &c), &x) in values.iter().zip(&classes).zip(&ctx) {
-        let (bits, len) = codes[usize::from(x)].code(usize::from(c));
+    for (((v, &c), &t), &x) in values.iter().zip(&classes).zip(&tokens).zip(&ctx) {
+        let (bits, len) = codes[usize::from(x)].code(usize::from(t));
         w.put(u64::from(bits), len);
-        if c >= 2 {
-            let n = u32::from(c) - 1;
+        let n = cfg.raw_bits(c);
+        if n > 0 {
             w.put_wide(v.to_u64() & (u64::MAX >> (64 - n)), n);
         }
     }
@@ -44,7 +43,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// exactly their coding.
 pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
     let cfg = ContextConfig::read(input)?;
-    let alphabet = context::alphabet::<T>();
+    let alphabet = cfg.alphabet::<T>();
     let mut at = CONFIG_LEN;
     let mut decoders = Vec::with_capacity(cfg.contexts());
     for _ in 0..cfg.contexts() {
@@ -60,13 +59,11 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         let left = if i >= step { classes[i - step] } else { 0 };
         let up = if i >= width { classes[i - width] } else { left };
         let decoder = &decoders[cfg.context(up, left)];
-        let (c, len) = decoder
+        let (t, len) = decoder
             .decode(r.peek(MAX_CODE_LEN) as u32)
             .ok_or("invalid Huffman code")?;
         r.consume(len);
-        let c = c as u8;
-        out[i] = context::read_value(c, &mut r);
-        classes[i] = c;
+        (out[i], classes[i]) = cfg.read_value(t as u8, &mut r);
     }
     if r.overrun() || r.bytes_used() != stream.len() {
         return Err(format!(
@@ -135,7 +132,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(5);
         let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
         let out = round_trip(&values, 500);
-        let estimate = context::estimate_bits(&values, dims(500)) / 8;
+        let estimate = crate::coder::context::estimate_bits(&values, dims(500)) / 8;
         let size = out.len() as u64;
         assert!(
             size >= estimate && size < estimate + 100_000 / 8,
