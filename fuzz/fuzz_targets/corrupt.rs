@@ -2,7 +2,7 @@
 //! blind mutation): the decoder must return an error or exactly the original data.
 #![no_main]
 
-use karoo::{Coder, Params, Predictor, ResidualMap};
+use karoo::{Coder, Mode, Params, Predictor, ResidualMap};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 
@@ -23,9 +23,10 @@ fuzz_target!(|input: Input| {
     let cols = (input.data.len() / word / rows).max(1);
     let data: Vec<u8> = input.data.iter().copied().chain(std::iter::repeat(7)).take(rows * cols * word).collect();
     let params = Params {
-        predictor: Predictor::from_id(u32::from(input.predictor % 12)),
+        predictor: Predictor::from_id(u32::from(input.predictor % 14)),
         residual_map: ResidualMap::from_id(u32::from(input.map % 4)),
-        coder: Coder::from_id(u32::from(input.coder % 4)),
+        coder: Coder::from_id(u32::from(input.coder % 7)),
+        mode: if input.coder & 0x80 != 0 { Mode::Archive } else { Mode::Fast },
         ..Params::new(word, &[rows, cols])
     };
     let mut packed = karoo::compress(&data, &params).expect("valid parameters");

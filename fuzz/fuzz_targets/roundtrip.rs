@@ -42,9 +42,9 @@ fuzz_target!(|input: Input| {
     let params = Params {
         time_axis: usize::from(input.time_axis) % shape.len(),
         lag: usize::from(input.lag),
-        predictor: Predictor::from_id(u32::from(input.predictor % 13)),
+        predictor: Predictor::from_id(u32::from(input.predictor % 14)),
         residual_map: ResidualMap::from_id(u32::from(input.map % 4)),
-        coder: Coder::from_id(u32::from(input.coder % 6)),
+        coder: Coder::from_id(u32::from(input.coder % 7)),
         mode: if input.coder & 0x80 != 0 { Mode::Archive } else { Mode::Fast },
         element: [ElementKind::Float, ElementKind::Integer, ElementKind::Other][usize::from(input.element % 3)],
         components: if input.complex { 2 } else { 1 },
