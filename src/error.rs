@@ -45,9 +45,6 @@ pub enum Error {
         /// Largest size the caller accepts.
         limit: u64,
     },
-    /// The requested mode is not implemented by this build.
-    #[error("karoo: {0}")]
-    Unsupported(String),
 }
 
 /// Result type of the codec.

@@ -30,5 +30,6 @@ pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_w
 pub use coder::Coder;
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
+pub use pool::MAX_POOLS;
 pub use predict::Predictor;
 pub use residual::ResidualMap;

@@ -18,7 +18,8 @@ pub const MAX_RANK: usize = 64;
 pub enum Mode {
     /// Predictive packing along the time axis: fast, moderate ratio.
     Fast,
-    /// Entropy coding for cold storage (not implemented yet).
+    /// Context-modelled entropy coding of the residuals, for cold storage: smaller,
+    /// several times slower.
     Archive,
 }
 
@@ -66,18 +67,12 @@ pub const DEFAULT_CODER: Coder = Coder::Rice;
 /// Predictors archive mode's `auto` chooses from: all but the medians, which never
 /// gained more than 0.8% over the means in the measurements (README) and decode at
 /// half their speed, plus none (with a spatial head: purely spatial prediction).
-pub const ARCHIVE_PREDICTORS: [Predictor; 10] = [
-    Predictor::Lagrange(1),
-    Predictor::Lagrange(2),
-    Predictor::Lagrange(3),
-    Predictor::Lagrange(4),
-    Predictor::Mean(2),
-    Predictor::Mean(4),
-    Predictor::Mean(8),
-    Predictor::Holt,
-    Predictor::Lorenzo,
-    Predictor::Zero,
-];
+pub fn archive_predictors() -> Vec<Predictor> {
+    (Predictor::ALL.into_iter())
+        .filter(|p| !matches!(p, Predictor::Median(_)))
+        .chain([Predictor::Zero])
+        .collect()
+}
 
 /// The codings a tile may use: every combination of the lists, all with `coder`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,16 +166,16 @@ impl Params {
     }
 
     /// The predictor / map / coder combinations the encoder may use. Archive mode's
-    /// `auto` tries [`ARCHIVE_PREDICTORS`], each also with a spatially predicted first
+    /// `auto` tries [`archive_predictors`], each also with a spatially predicted first
     /// row when the chunk has an innermost element axis (`spatial_axis`).
     pub fn candidates(&self, spatial_axis: bool) -> Candidates {
         let archive = self.mode == Mode::Archive;
-        let auto: &[Predictor] = if archive {
-            &ARCHIVE_PREDICTORS
+        let auto = if archive {
+            archive_predictors()
         } else {
-            &AUTO_PREDICTORS
+            AUTO_PREDICTORS.to_vec()
         };
-        let predictors = self.predictor.map_or(auto.to_vec(), |p| vec![p]);
+        let predictors = self.predictor.map_or(auto, |p| vec![p]);
         let heads = if archive && spatial_axis {
             vec![false, true]
         } else {

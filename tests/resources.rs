@@ -88,3 +88,38 @@ fn ten_thousand_chunks_leak_neither_memory_nor_threads() {
     }
     assert_eq!(threads0, threads1, "thread count changed");
 }
+
+/// Asking for every thread count from 1 to 1024 (as datasets with odd cd_values could)
+/// keeps at most a few pools of at most one thread per core alive.
+#[test]
+fn many_thread_counts_do_not_accumulate_threads() {
+    let _alone = EXCLUSIVE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let data = chunk(8, 256, 7);
+    let before = proc_status("Threads:");
+    for threads in 1..=1024 {
+        let params = Params {
+            threads,
+            ..Params::new(4, &[8, 256])
+        };
+        let packed = compress(&data, &params).unwrap();
+        assert_eq!(decompress_with(&packed, u64::MAX, threads).unwrap(), data);
+    }
+    let Some(a) = before else { return };
+    let bound = a + karoo::MAX_POOLS as u64 * cores;
+    // Threads of dropped pools exit asynchronously: give them a moment.
+    let mut after = proc_status("Threads:").unwrap_or(0);
+    for _ in 0..40 {
+        if after <= bound {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        after = proc_status("Threads:").unwrap_or(0);
+    }
+    assert!(
+        after <= bound,
+        "{a} threads before, {after} after 1024 thread counts ({cores} cores)"
+    );
+}

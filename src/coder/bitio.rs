@@ -56,6 +56,26 @@ impl BitWriter {
     }
 }
 
+/// The 8 bytes of `input` from `at` as a little-endian integer, zero past the end.
+#[inline(always)]
+pub fn load_u64(input: &[u8], at: usize) -> u64 {
+    match input.get(at..).and_then(|s| s.first_chunk::<8>()) {
+        Some(bytes) => u64::from_le_bytes(*bytes),
+        None => load_tail(input, at),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn load_tail(input: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    if let Some(rest) = input.get(at..) {
+        let n = rest.len().min(8);
+        bytes[..n].copy_from_slice(&rest[..n]);
+    }
+    u64::from_le_bytes(bytes)
+}
+
 /// Reads bit fields written by [`BitWriter`]. Past the end of the input it reads zeros;
 /// [`BitReader::overrun`] tells whether it did.
 #[derive(Debug)]
@@ -83,28 +103,9 @@ impl<'a> BitReader<'a> {
 
     #[inline(always)]
     fn refill(&mut self) {
-        let word = match self
-            .input
-            .get(self.ptr..)
-            .and_then(|s| s.first_chunk::<8>())
-        {
-            Some(bytes) => u64::from_le_bytes(*bytes),
-            None => self.load_tail(),
-        };
-        self.buf |= word << self.cnt;
+        self.buf |= load_u64(self.input, self.ptr) << self.cnt;
         self.ptr += ((63 - self.cnt) >> 3) as usize;
         self.cnt |= 56;
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn load_tail(&self) -> u64 {
-        let mut bytes = [0u8; 8];
-        if let Some(rest) = self.input.get(self.ptr..) {
-            let n = rest.len().min(8);
-            bytes[..n].copy_from_slice(&rest[..n]);
-        }
-        u64::from_le_bytes(bytes)
     }
 
     /// The next `n <= 56` bits without consuming them.

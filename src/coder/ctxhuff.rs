@@ -83,92 +83,36 @@ pub fn min_encoded_len() -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::coder::testing::{self, laplace, round_trip};
+    use crate::coder::Coder;
     use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
-
-    fn dims(width: usize) -> Dims {
-        Dims {
-            width,
-            left: 1 + width % 3 + usize::from(width == 1),
-        }
-    }
-
-    fn round_trip<T: Word>(values: &[T], width: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        encode(values, dims(width), &mut out);
-        let mut back = vec![T::default(); values.len()];
-        decode(&out, dims(width), &mut back).unwrap();
-        assert_eq!(back, values);
-        out
-    }
-
-    fn laplace<T: Word>(rng: &mut SmallRng, n: usize, bits: u32) -> Vec<T> {
-        (0..n)
-            .map(|_| {
-                let b = rng.gen_range(0..=bits.min(T::BITS));
-                let v: u64 = rng.gen();
-                T::from_u64(if b == 0 { 0 } else { v >> (64 - b) })
-            })
-            .collect()
-    }
+    use rand::SeedableRng;
 
     #[test]
     fn every_word_size_and_shape_round_trips() {
-        let mut rng = SmallRng::seed_from_u64(3);
-        for n in [0usize, 1, 2, 5, 100, 2047, 2048, 5000, 16384, 40_000] {
-            for width in [1usize, 3, 64, 1000] {
-                round_trip::<u8>(&laplace(&mut rng, n, 8), width);
-                round_trip::<u16>(&laplace(&mut rng, n, 16), width);
-                round_trip::<u32>(&laplace(&mut rng, n, 20), width);
-                round_trip::<u64>(&laplace(&mut rng, n, 64), width);
-            }
-        }
-        round_trip::<u64>(&[u64::MAX, 0, 1, 1 << 63], 1);
+        testing::assert_every_shape_round_trips(Coder::ContextHuffman);
+    }
+
+    #[test]
+    fn every_truncation_and_extension_is_an_error() {
+        testing::assert_truncations_and_extensions_fail(Coder::ContextHuffman);
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        testing::assert_random_bytes_never_panic(Coder::ContextHuffman);
     }
 
     #[test]
     fn size_is_within_a_bit_per_token_of_the_estimate() {
         let mut rng = SmallRng::seed_from_u64(5);
         let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
-        let out = round_trip(&values, 500);
-        let estimate = crate::coder::context::estimate_bits(&values, dims(500)) / 8;
+        let out = round_trip(Coder::ContextHuffman, &values, 500);
+        let estimate = crate::coder::context::estimate_bits(&values, testing::dims(500)) / 8;
         let size = out.len() as u64;
         assert!(
             size >= estimate && size < estimate + 100_000 / 8,
             "{size} vs {estimate}"
         );
-    }
-
-    #[test]
-    fn every_truncation_and_extension_is_an_error() {
-        let mut rng = SmallRng::seed_from_u64(9);
-        let values: Vec<u32> = laplace(&mut rng, 3000, 12);
-        let out = round_trip(&values, 30);
-        let mut back = vec![0u32; values.len()];
-        for cut in 0..out.len() {
-            assert!(
-                decode(&out[..cut], dims(30), &mut back).is_err(),
-                "cut {cut}"
-            );
-        }
-        let mut longer = out.clone();
-        longer.push(0);
-        assert!(decode(&longer, dims(30), &mut back).is_err());
-    }
-
-    #[test]
-    fn random_bytes_never_panic() {
-        let mut rng = SmallRng::seed_from_u64(11);
-        let mut back = vec![0u32; 500];
-        for _ in 0..20_000 {
-            let len = rng.gen_range(0..200);
-            let mut bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
-            if bytes.len() >= 3 {
-                bytes[0] = rng.gen_range(1..=16);
-                bytes[1] = if rng.gen() { 1 } else { 3 };
-            }
-            let _ = decode(&bytes, dims(25), &mut back);
-        }
     }
 }

@@ -10,6 +10,8 @@ pub mod huffman;
 pub mod lzb;
 pub mod rans;
 pub mod rice;
+#[cfg(test)]
+mod testing;
 
 use crate::word::Word;
 

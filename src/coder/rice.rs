@@ -570,29 +570,9 @@ impl BitReader<'_> {
     /// Tops the buffer up to at least 56 bits.
     #[inline(always)]
     fn refill(&mut self) {
-        let word = match self
-            .input
-            .get(self.ptr..)
-            .and_then(|s| s.first_chunk::<8>())
-        {
-            Some(bytes) => u64::from_le_bytes(*bytes),
-            None => self.load_tail(),
-        };
-        self.buf |= word << self.cnt;
+        self.buf |= super::bitio::load_u64(self.input, self.ptr) << self.cnt;
         self.ptr += ((63 - self.cnt) >> 3) as usize;
         self.cnt |= 56;
-    }
-
-    /// The 8 bytes from `ptr` where fewer than 8 remain, zero-padded.
-    #[cold]
-    #[inline(never)]
-    fn load_tail(&self) -> u64 {
-        let mut bytes = [0u8; 8];
-        if let Some(rest) = self.input.get(self.ptr..) {
-            let n = rest.len().min(8);
-            bytes[..n].copy_from_slice(&rest[..n]);
-        }
-        u64::from_le_bytes(bytes)
     }
 
     /// Drops `n <= cnt` bits.
