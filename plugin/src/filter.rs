@@ -130,6 +130,7 @@ pub unsafe extern "C" fn filter(
             let config = config.map_err(|e| format!("cannot compress: {e}"))?;
             let packed =
                 karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
+            check_output_len(packed.len(), nbytes)?;
             api.allocate_copy(&packed)?
         };
         let len = output.len();
@@ -138,6 +139,22 @@ pub unsafe extern "C" fn filter(
         *buf_size = len.max(1);
         Ok(len)
     })
+}
+
+/// Largest filtered chunk HDF5 hands back whole on read: with `libver="latest"` it
+/// writes larger ones but reads them back truncated to 32 bits of length.
+pub const MAX_FILTERED_CHUNK: usize = u32::MAX as usize;
+
+/// Refuses an output HDF5 could not read back (an incompressible chunk within a header
+/// of HDF5's 4 GiB chunk limit, stored verbatim): the write fails instead of the read.
+fn check_output_len(len: usize, input: usize) -> Result<(), String> {
+    if len > MAX_FILTERED_CHUNK {
+        return Err(format!(
+            "chunk of {input} bytes codes to {len} bytes, more than the {MAX_FILTERED_CHUNK} \
+             HDF5 reads back; use smaller chunks"
+        ));
+    }
+    Ok(())
 }
 
 /// Karoo's word layout for elements of datatype `type_id`.
@@ -185,4 +202,19 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
         word_size: word as u32,
         components: (size / word) as u32,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_beyond_what_hdf5_reads_back_are_refused() {
+        assert_eq!(check_output_len(MAX_FILTERED_CHUNK, 1), Ok(()));
+        assert_eq!(
+            check_output_len(4_294_967_376, 4_294_967_264).unwrap_err(),
+            "chunk of 4294967264 bytes codes to 4294967376 bytes, more than the 4294967295 \
+             HDF5 reads back; use smaller chunks"
+        );
+    }
 }
