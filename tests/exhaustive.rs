@@ -4,7 +4,9 @@
 //! and fuzz tests). Slow (minutes, release mode, all cores): ignored by default, run with
 //! `scripts/exhaustive.sh` (`cargo test --release --test exhaustive -- --ignored`).
 //! `KAROO_EXHAUSTIVE_SHARE=n` covers only 1/n of the patterns (every n-th block);
-//! `KAROO_EXHAUSTIVE_PREDICTORS=3,4,11` only the predictors with those ids.
+//! `KAROO_EXHAUSTIVE_PREDICTORS=3,4,11` only the predictors with those ids (13, none,
+//! included when named); `KAROO_EXHAUSTIVE_CODER=4` codes with another coder (here
+//! archive mode's context rANS).
 
 use karoo::{compress, decompress_with, Coder, Params, Predictor, ResidualMap};
 use rayon::prelude::*;
@@ -27,7 +29,14 @@ fn every_float32_bit_pattern_round_trips_through_every_predictor_and_map() {
                 .filter_map(|id| id.trim().parse().ok())
                 .collect()
         });
-    for predictor in Predictor::ALL {
+    let coder = std::env::var("KAROO_EXHAUSTIVE_CODER")
+        .ok()
+        .and_then(|id| Coder::from_id(id.trim().parse().ok()?))
+        .unwrap_or(Coder::Bitplane);
+    for predictor in Predictor::ALL.into_iter().chain([Predictor::Zero]) {
+        if only.is_none() && predictor == Predictor::Zero {
+            continue;
+        }
         if only
             .as_ref()
             .is_some_and(|ids| !ids.contains(&u32::from(predictor.id())))
@@ -38,7 +47,7 @@ fn every_float32_bit_pattern_round_trips_through_every_predictor_and_map() {
             let params = Params {
                 predictor: Some(predictor),
                 residual_map: Some(map),
-                coder: Some(Coder::Bitplane),
+                coder: Some(coder),
                 threads: 1,
                 ..Params::new(4, &[64, (BLOCK / 64) as usize])
             };
@@ -51,8 +60,9 @@ fn every_float32_bit_pattern_round_trips_through_every_predictor_and_map() {
                 assert!(back == data, "{predictor:?} {map:?}: block {block} differs");
             });
             eprintln!(
-                "{} + {map:?}: {} patterns round-trip",
+                "{} + {map:?} + {}: {} patterns round-trip",
                 predictor.name(),
+                coder.name(),
                 blocks.len() as u64 * BLOCK
             );
         }
