@@ -1,7 +1,8 @@
 """Peak resident memory of writing and of reading a 64 MiB float32 dataset through h5py,
 per chunk size, with karoo and with no filter; each case runs in its own process and its
 peak RSS comes from getrusage. The difference to the unfiltered run is what the filter
-costs. Usage: .venv/bin/python scripts/peak_memory.py"""
+costs. Usage: .venv/bin/python scripts/peak_memory.py [--archive]  (karoo fast mode, or
+archive mode with --archive)"""
 
 import os
 import pathlib
@@ -13,10 +14,10 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CASE = """
 import sys, h5py, numpy as np
-mode, path, chunk_mib, filt = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+mode, path, chunk_mib, filt, karoo_mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 cols = 1 << 16
 rows = chunk_mib * (1 << 20) // (4 * cols)
-kw = {"compression": 52033} if filt == "karoo" else {}
+kw = {"compression": 52033, "compression_opts": (karoo_mode,)} if filt == "karoo" else {}
 if mode == "write":
     rng = np.random.default_rng(0)
     base = np.sin(np.arange(cols, dtype=np.float32) * np.float32(1e-3))
@@ -34,6 +35,7 @@ else:
 
 
 def main():
+    karoo_mode = "1" if "--archive" in sys.argv[1:] else "0"
     print("| chunk | no filter write | karoo write | no filter read | karoo read | karoo overhead (write / read) |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,7 +47,7 @@ def main():
                 for mode in ("write", "read"):
                     out = subprocess.run(
                         [sys.executable, "-c", CASE + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
-                         mode, path, str(chunk_mib), filt],
+                         mode, path, str(chunk_mib), filt, karoo_mode],
                         check=True, capture_output=True, text=True,
                         env={**os.environ, "HDF5_PLUGIN_PATH": str(REPO / "target" / "release")})
                     cells[(filt, mode)] = int(out.stdout.split()[-1]) / 1024
