@@ -6,7 +6,7 @@
 //! end. A table is 1 bit (context unused) or 1 bit, the first and last token present
 //! (8 bits each) and a 6-bit quantised count `q` per token in between, 0 for an absent
 //! token: the count is about `2^((q - 1) / 3)`. Encoder and decoder derive the
-//! frequencies from the quantised counts alone ([`weight`] and [`rans::normalize`]), so
+//! frequencies from the quantised counts alone (`weight` and [`rans::normalize`]), so
 //! they agree bit for bit; quantising costs well under 1% of the token bits.
 
 use super::bitio::{BitReader, BitWriter};
