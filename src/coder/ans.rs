@@ -200,20 +200,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 
-    #[test]
-    fn every_word_size_and_shape_round_trips() {
-        testing::assert_every_shape_round_trips(Coder::ContextAns);
-    }
-
-    #[test]
-    fn every_truncation_and_extension_is_an_error() {
-        testing::assert_truncations_and_extensions_fail(Coder::ContextAns);
-    }
-
-    #[test]
-    fn random_bytes_never_panic() {
-        testing::assert_random_bytes_never_panic(Coder::ContextAns);
-    }
+    testing::shared_coder_tests!(Coder::ContextAns);
 
     #[test]
     fn quantised_counts_are_monotonic_and_near() {

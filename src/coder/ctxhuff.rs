@@ -88,20 +88,7 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 
-    #[test]
-    fn every_word_size_and_shape_round_trips() {
-        testing::assert_every_shape_round_trips(Coder::ContextHuffman);
-    }
-
-    #[test]
-    fn every_truncation_and_extension_is_an_error() {
-        testing::assert_truncations_and_extensions_fail(Coder::ContextHuffman);
-    }
-
-    #[test]
-    fn random_bytes_never_panic() {
-        testing::assert_random_bytes_never_panic(Coder::ContextHuffman);
-    }
+    testing::shared_coder_tests!(Coder::ContextHuffman);
 
     #[test]
     fn size_is_within_a_bit_per_token_of_the_estimate() {

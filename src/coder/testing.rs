@@ -85,3 +85,24 @@ pub fn assert_random_bytes_never_panic(coder: Coder) {
         let _ = coder.decode(&bytes, dims(25), &mut back);
     }
 }
+
+/// The shared checks as `#[test]` functions for `$coder`, in the calling test module.
+macro_rules! shared_coder_tests {
+    ($coder:expr) => {
+        #[test]
+        fn every_word_size_and_shape_round_trips() {
+            $crate::coder::testing::assert_every_shape_round_trips($coder);
+        }
+
+        #[test]
+        fn every_truncation_and_extension_is_an_error() {
+            $crate::coder::testing::assert_truncations_and_extensions_fail($coder);
+        }
+
+        #[test]
+        fn random_bytes_never_panic() {
+            $crate::coder::testing::assert_random_bytes_never_panic($coder);
+        }
+    };
+}
+pub(crate) use shared_coder_tests;
