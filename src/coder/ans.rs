@@ -176,14 +176,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         (out[i], classes[i]) = cfg.read_value(t, &mut bits);
     }
     dec.finish()?;
-    if bits.overrun() || bits.bytes_used() != raw.len() {
-        return Err(format!(
-            "raw bits end at byte {} of {}",
-            bits.bytes_used(),
-            raw.len()
-        ));
-    }
-    Ok(())
+    bits.finish("raw bits")
 }
 
 /// Fewest bytes a coding can take, whatever the number of values: the configuration,

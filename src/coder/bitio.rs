@@ -151,6 +151,19 @@ impl<'a> BitReader<'a> {
     pub fn bytes_used(&self) -> usize {
         self.consumed.div_ceil(8) as usize
     }
+
+    /// Ok when the reads ended exactly in the input's last byte; else an error naming
+    /// the stream (`what`) and where it ended.
+    pub fn finish(&self, what: &str) -> Result<(), String> {
+        if self.overrun() || self.bytes_used() != self.input.len() {
+            return Err(format!(
+                "{what} ends at byte {} of {}",
+                self.bytes_used(),
+                self.input.len()
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -65,14 +65,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         r.consume(len);
         (out[i], classes[i]) = cfg.read_value(t as u8, &mut r);
     }
-    if r.overrun() || r.bytes_used() != stream.len() {
-        return Err(format!(
-            "bit stream ends at byte {} of {}",
-            r.bytes_used(),
-            stream.len()
-        ));
-    }
-    Ok(())
+    r.finish("bit stream")
 }
 
 /// Fewest bytes a coding can take, whatever the number of values: the configuration

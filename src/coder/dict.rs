@@ -106,14 +106,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         r.consume(len);
         *o = dictionary[usize::from(s)];
     }
-    if r.overrun() || r.bytes_used() != stream.len() {
-        return Err(format!(
-            "code stream ends at byte {} of {}",
-            r.bytes_used(),
-            stream.len()
-        ));
-    }
-    Ok(())
+    r.finish("code stream")
 }
 
 /// Estimated bits of the dictionary coding of `values`, `None` when they have too many
