@@ -102,22 +102,18 @@ fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, String> {
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let model = Model::build(values, dims);
-    let (cfg, classes, ctx, tokens) = (model.cfg, model.classes, model.contexts, model.tokens);
-    let alphabet = cfg.alphabet::<T>();
-    let counts = model.counts;
-    cfg.write(out);
+    let model = Model::build_and_write(values, dims, out);
     let mut tw = BitWriter::default();
-    let tables: Vec<Table> = counts
-        .chunks(alphabet)
+    let tables: Vec<Table> = model
+        .context_counts::<T>()
         .map(|c| write_table(c, &mut tw))
         .collect();
     out.extend_from_slice(&tw.finish());
 
     let mut enc = rans::Encoder::with_capacity(values.len());
     for i in (0..values.len()).rev() {
-        let t = &tables[usize::from(ctx[i])];
-        let s = usize::from(tokens[i]);
+        let t = &tables[usize::from(model.contexts[i])];
+        let s = usize::from(model.tokens[i]);
         enc.put(i, t.freq[s].into(), t.cum[s].into());
     }
     let mut stream = Vec::new();
@@ -126,7 +122,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     out.extend_from_slice(&stream);
 
     let mut raw = BitWriter::with_capacity(values.len() * T::BYTES);
-    cfg.write_raw_bits(values, &classes, &mut raw);
+    model.cfg.write_raw_bits(values, &model.classes, &mut raw);
     out.extend_from_slice(&raw.finish());
 }
 
@@ -188,10 +184,8 @@ pub fn min_encoded_len() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coder::testing::{self, laplace, round_trip};
+    use crate::coder::testing::{self, round_trip};
     use crate::coder::Coder;
-    use rand::rngs::SmallRng;
-    use rand::SeedableRng;
 
     testing::shared_coder_tests!(Coder::ContextAns);
 
@@ -216,11 +210,7 @@ mod tests {
 
     #[test]
     fn size_tracks_the_estimate() {
-        let mut rng = SmallRng::seed_from_u64(5);
-        let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
-        let out = round_trip(Coder::ContextAns, &values, 500);
-        let estimate = crate::coder::context::estimate_bits(&values, testing::dims(500)) / 8;
-        let size = out.len() as u64;
+        let (size, estimate) = testing::size_and_estimate(Coder::ContextAns);
         assert!(
             size >= estimate && size < estimate + estimate / 100 + 600,
             "{size} vs {estimate}"

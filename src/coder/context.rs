@@ -249,6 +249,21 @@ impl Model {
     }
 }
 
+impl Model {
+    /// Builds the model of `values` and writes its configuration to `out`: the start of
+    /// every archive coder's coding.
+    pub fn build_and_write<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) -> Model {
+        let model = Model::build(values, dims);
+        model.cfg.write(out);
+        model
+    }
+
+    /// The token counts of each context, in context order.
+    pub fn context_counts<T: Word>(&self) -> std::slice::Chunks<'_, u32> {
+        self.counts.chunks(self.cfg.alphabet::<T>())
+    }
+}
+
 /// Empirical entropy of the token counts of each context, plus about what their tables
 /// cost (6 bits per present token and 17 per used context, as [`super::ans`] stores them).
 fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {

@@ -14,13 +14,9 @@ use crate::word::Word;
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let model = Model::build(values, dims);
-    let (cfg, classes, ctx, tokens) = (model.cfg, model.classes, model.contexts, model.tokens);
-    let alphabet = cfg.alphabet::<T>();
-    let counts = model.counts;
-    cfg.write(out);
-    let codes: Vec<huffman::Encoder> = counts
-        .chunks(alphabet)
+    let model = Model::build_and_write(values, dims, out);
+    let codes: Vec<huffman::Encoder> = model
+        .context_counts::<T>()
         .map(|c| {
             let lengths = huffman::code_lengths(c);
             huffman::write_lengths(&lengths, out);
@@ -28,7 +24,13 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
         })
         .collect();
     let mut w = BitWriter::with_capacity(values.len() * T::BYTES);
-    for (((v, &c), &t), &x) in values.iter().zip(&classes).zip(&tokens).zip(&ctx) {
+    let (cfg, classes) = (model.cfg, &model.classes);
+    for (((v, &c), &t), &x) in values
+        .iter()
+        .zip(classes)
+        .zip(&model.tokens)
+        .zip(&model.contexts)
+    {
         let (bits, len) = codes[usize::from(x)].code(usize::from(t));
         w.put(u64::from(bits), len);
         let n = cfg.raw_bits(c);
@@ -76,20 +78,14 @@ pub fn min_encoded_len() -> usize {
 
 #[cfg(test)]
 mod tests {
-    use crate::coder::testing::{self, laplace, round_trip};
+    use crate::coder::testing;
     use crate::coder::Coder;
-    use rand::rngs::SmallRng;
-    use rand::SeedableRng;
 
     testing::shared_coder_tests!(Coder::ContextHuffman);
 
     #[test]
     fn size_is_within_a_bit_per_token_of_the_estimate() {
-        let mut rng = SmallRng::seed_from_u64(5);
-        let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
-        let out = round_trip(Coder::ContextHuffman, &values, 500);
-        let estimate = crate::coder::context::estimate_bits(&values, testing::dims(500)) / 8;
-        let size = out.len() as u64;
+        let (size, estimate) = testing::size_and_estimate(Coder::ContextHuffman);
         assert!(
             size >= estimate && size < estimate + 100_000 / 8,
             "{size} vs {estimate}"

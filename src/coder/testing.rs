@@ -86,6 +86,15 @@ pub fn assert_random_bytes_never_panic(coder: Coder) {
     }
 }
 
+/// (coded bytes, estimated bytes) of 100,000 geometric-like 18-bit values in rows of 500.
+pub fn size_and_estimate(coder: Coder) -> (u64, u64) {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
+    let out = round_trip(coder, &values, 500);
+    let estimate = super::context::estimate_bits(&values, dims(500)) / 8;
+    (out.len() as u64, estimate)
+}
+
 /// The shared checks as `#[test]` functions for `$coder`, in the calling test module.
 macro_rules! shared_coder_tests {
     ($coder:expr) => {
