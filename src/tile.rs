@@ -110,6 +110,12 @@ pub fn encode_tile<T: Word>(
         coder: Coder::Dictionary,
         spatial_head: false,
     };
+    // Most tiles have thousands of distinct words: a few columns tell, before the
+    // whole tile is copied.
+    let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
+    if dict::distinct(&residuals::<T>(src, g, tile, raw, spatial, probe)).is_none() {
+        return out;
+    }
     let words = residuals::<T>(src, g, tile, raw, spatial, cols);
     if dict::distinct(&words).is_none() {
         return out;
