@@ -316,26 +316,22 @@ impl Header {
         if lag == 0 {
             return Err(Error::CorruptHeader("lag is zero".into()));
         }
-        let mut g = Geometry::from_shape(&shape, self.time_axis as usize, lag)
+        let g = Geometry::from_shape(&shape, self.time_axis as usize, lag)
             .map_err(|e| Error::CorruptHeader(e.to_string()))?;
-        if g.words() > 0 {
-            self.tiling.validate(g.plane_len, g.lag)?;
-            // The encoder's tiling is a function of the geometry: requiring it bounds
-            // every tile to about 2^17 words, hence the decoded size of a hostile chunk
-            // whose entropy-coded tiles have no per-word floor.
-            if self.tiling != g.tiling {
-                return Err(Error::CorruptHeader(format!(
-                    "tile dimensions {}x{}x{} are not this geometry's {}x{}x{}",
-                    self.tiling.planes_per_tile,
-                    self.tiling.tile_rows,
-                    self.tiling.tile_cols,
-                    g.tiling.planes_per_tile,
-                    g.tiling.tile_rows,
-                    g.tiling.tile_cols
-                )));
-            }
+        // The encoder's tiling is a function of the geometry: requiring it bounds every
+        // tile to about 2^17 words, hence the decoded size of a hostile chunk whose
+        // entropy-coded tiles have no per-word floor.
+        if g.words() > 0 && self.tiling != g.tiling {
+            return Err(Error::CorruptHeader(format!(
+                "tile dimensions {}x{}x{} are not this geometry's {}x{}x{}",
+                self.tiling.planes_per_tile,
+                self.tiling.tile_rows,
+                self.tiling.tile_cols,
+                g.tiling.planes_per_tile,
+                g.tiling.tile_rows,
+                g.tiling.tile_cols
+            )));
         }
-        g.tiling = self.tiling;
         if g.tile_count() != Some(self.tile_sizes.len()) {
             return Err(Error::CorruptHeader(format!(
                 "tile table has {} entries, the geometry {} tiles",

@@ -214,27 +214,6 @@ impl Tiling {
             tile_cols,
         }
     }
-
-    /// Checks tile dimensions read from a chunk header against the geometry.
-    pub fn validate(&self, plane_len: usize, lag: usize) -> Result<()> {
-        let t = self;
-        if t.planes_per_tile == 0 || t.tile_rows == 0 || t.tile_cols == 0 {
-            return Err(Error::CorruptHeader("zero tile dimension".into()));
-        }
-        if t.tile_cols > lag {
-            return Err(Error::CorruptHeader(format!(
-                "tile of {} columns is wider than the lag {lag}",
-                t.tile_cols
-            )));
-        }
-        let rows = plane_len.div_ceil(lag);
-        if t.planes_per_tile > 1 && (t.tile_rows < rows || t.tile_cols < lag) {
-            return Err(Error::CorruptHeader(
-                "multi-plane tile does not cover whole planes".into(),
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
