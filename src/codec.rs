@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
-use crate::params::{spatial, Candidates, Params, DEFAULT_CODER};
+use crate::params::{spatial, Candidates, Params};
 use crate::pool::run_with_threads;
 use crate::tile::{self, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
 
@@ -25,7 +25,7 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
         flags: 0,
         predictor: params.predictor.map_or(0, |p| p.id()),
         residual_map: params.residual_map.map_or(0, |m| m.id()),
-        coder: params.coder.unwrap_or(DEFAULT_CODER).id(),
+        coder: candidates.coder.id(),
         word_size: params.word_size as u8,
         time_axis: params.time_axis as u8,
         decoded_size: data.len() as u64,

@@ -134,7 +134,7 @@ pub struct Params {
     pub predictor: Option<Predictor>,
     /// Residual map; `None` chooses per tile among those suited to `element`.
     pub residual_map: Option<ResidualMap>,
-    /// Residual coder; `None` means [`DEFAULT_CODER`].
+    /// Residual coder; `None` means [`DEFAULT_CODER`] (fast) or [`ARCHIVE_CODER`] (archive).
     pub coder: Option<Coder>,
     /// What the words hold.
     pub element: ElementKind,
