@@ -37,6 +37,17 @@ pub struct Coding {
     pub spatial_head: bool,
 }
 
+impl Coding {
+    /// (Lorenzo's spatial term applies to predicted rows, rows without a time
+    /// prediction are predicted spatially) for a chunk whose innermost axis is `spatial`:
+    /// the one place encoder and decoder learn both.
+    fn spatial_rows(self, spatial: Spatial) -> (bool, bool) {
+        let axis = spatial.stride > 0;
+        let lorenzo = self.predictor == Predictor::Lorenzo && axis;
+        (lorenzo, (lorenzo || self.spatial_head) && axis)
+    }
+}
+
 /// Bit of the predictor byte that records [`Coding::spatial_head`].
 const SPATIAL_HEAD_BIT: u8 = 0x80;
 
@@ -228,8 +239,7 @@ type EncodeArgs<'a> = (
 fn residuals_with<T: Word, M: MapOp>((src, g, tile, coding, spatial, cols): EncodeArgs) -> Vec<T> {
     let w = T::BYTES;
     let predictor = coding.predictor;
-    let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
-    let spatial_first = (lorenzo || coding.spatial_head) && spatial.stride > 0;
+    let (lorenzo, spatial_first) = coding.spatial_rows(spatial);
     let mut out: Vec<T> = Vec::with_capacity(g.tile_words(tile));
     let mut rp = RowPredictor::<T>::new(predictor);
     for plane in tile.plane0..tile.plane1 {
@@ -365,8 +375,7 @@ fn restore_with<T: Word, M: MapOp>(
 ) {
     let w = T::BYTES;
     let predictor = coding.predictor;
-    let lorenzo = predictor == Predictor::Lorenzo && spatial.stride > 0;
-    let spatial_first = (lorenzo || coding.spatial_head) && spatial.stride > 0;
+    let (lorenzo, spatial_first) = coding.spatial_rows(spatial);
     let mut rp = RowPredictor::<T>::new(predictor);
     for k in 0..tile.plane1 - tile.plane0 {
         rp.reset();
