@@ -8,7 +8,7 @@
 //! the codes, an LSB-first bit stream, to the end. A tile with more distinct values is
 //! coded as kind 1: a [`context rANS`](super::ans) coding follows.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use super::bitio::{BitReader, BitWriter};
 use super::huffman::{self, MAX_CODE_LEN};
@@ -24,21 +24,58 @@ const KIND_FALLBACK: u8 = 1;
 /// The sorted distinct values of `values`, or `None` when there are more than
 /// [`MAX_SYMBOLS`] (found early: the scan stops at the first value over the limit).
 pub fn distinct<T: Word>(values: &[T]) -> Option<Vec<u64>> {
-    let mut seen: HashMap<u64, ()> = HashMap::with_capacity(MAX_SYMBOLS + 1);
+    let mut seen = HashSet::with_capacity(MAX_SYMBOLS + 1);
     for v in values {
-        seen.insert(v.to_u64(), ());
+        seen.insert(v.to_u64());
         if seen.len() > MAX_SYMBOLS {
             return None;
         }
     }
-    let mut out: Vec<u64> = seen.into_keys().collect();
+    let mut out: Vec<u64> = seen.into_iter().collect();
     out.sort_unstable();
     Some(out)
 }
 
+/// A tile's words as dictionary symbols.
+struct Symbols {
+    /// The distinct values, increasing.
+    dictionary: Vec<u64>,
+    /// Each word's index in `dictionary`.
+    indices: Vec<usize>,
+    /// Occurrences of each index.
+    counts: Vec<u32>,
+}
+
+/// The symbols of `values`, `None` when they have none or too many distinct values.
+fn symbols<T: Word>(values: &[T]) -> Option<Symbols> {
+    let dictionary = distinct(values).filter(|d| !d.is_empty())?;
+    let indices: Vec<usize> = values
+        .iter()
+        .map(|v| {
+            dictionary
+                .binary_search(&v.to_u64())
+                .expect("every word is in the dictionary")
+        })
+        .collect();
+    let mut counts = vec![0u32; dictionary.len()];
+    for &s in &indices {
+        counts[s] += 1;
+    }
+    Some(Symbols {
+        dictionary,
+        indices,
+        counts,
+    })
+}
+
 /// Appends the coding of `values` to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let Some(dictionary) = distinct(values).filter(|d| !d.is_empty()) else {
+    let Some(Symbols {
+        dictionary,
+        indices,
+        counts,
+    }) = symbols(values)
+    else {
         out.push(KIND_FALLBACK);
         ans::encode(values, dims, out);
         return;
@@ -50,21 +87,11 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
         write_varint(v - previous, out);
         previous = v;
     }
-    let index: HashMap<u64, usize> = dictionary
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, i))
-        .collect();
-    let symbols: Vec<usize> = values.iter().map(|v| index[&v.to_u64()]).collect();
-    let mut counts = vec![0u32; dictionary.len()];
-    for &s in &symbols {
-        counts[s] += 1;
-    }
     let lengths = huffman::code_lengths(&counts);
     huffman::write_lengths(&lengths, out);
     let code = huffman::Encoder::new(&lengths).expect("code_lengths gives a valid code");
     let mut w = BitWriter::with_capacity(values.len() / 2);
-    for &s in &symbols {
+    for &s in &indices {
         let (bits, len) = code.code(s);
         w.put(u64::from(bits), len);
     }
@@ -112,16 +139,9 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
 /// Estimated bits of the dictionary coding of `values`, `None` when they have too many
 /// distinct values.
 pub fn estimate_bits<T: Word>(values: &[T]) -> Option<u64> {
-    let dictionary = distinct(values)?;
-    let index: HashMap<u64, usize> = dictionary
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, i))
-        .collect();
-    let mut counts = vec![0u32; dictionary.len()];
-    for v in values {
-        counts[index[&v.to_u64()]] += 1;
-    }
+    let Symbols {
+        dictionary, counts, ..
+    } = symbols(values)?;
     let lengths = huffman::code_lengths(&counts);
     let codes: u64 = counts
         .iter()
