@@ -62,7 +62,7 @@ pub const AUTO_PREDICTORS: [Predictor; 4] = [
 ];
 
 /// The coder used when none is requested.
-pub const DEFAULT_CODER: Coder = Coder::Rice;
+pub const DEFAULT_CODER: Coder = Coder::Patched;
 
 /// Predictors archive mode's `auto` chooses from: all but the medians, which never
 /// gained more than 0.8% over the means in the measurements (README) and decode at
@@ -91,6 +91,9 @@ pub struct Candidates {
     /// Also try seed 003's value dictionary on the tile's words as they are, and keep
     /// it when smaller (archive mode with no coder requested).
     pub try_dictionary: bool,
+    /// Also code the chosen residuals with fast mode's patched packing, and keep it
+    /// when smaller than the entropy coder (tiny tiles, where tables do not pay).
+    pub try_patched: bool,
 }
 
 impl Candidates {
@@ -202,6 +205,7 @@ impl Params {
             coder,
             greedy: archive,
             try_dictionary: archive && self.coder.is_none(),
+            try_patched: archive && self.coder.is_none(),
         }
     }
 

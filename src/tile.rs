@@ -110,7 +110,18 @@ pub fn encode_tile<T: Word>(
     let cols = tile.col0..tile.col1;
     let dims = Dims::of(tile, spatial);
     let chosen = residuals::<T>(src, g, tile, coding, spatial, cols.clone());
-    let out = encode_with(coding, &chosen, dims);
+    let mut out = encode_with(coding, &chosen, dims);
+    if candidates.try_patched {
+        let packed = Coding {
+            coder: Coder::Patched,
+            ..coding
+        };
+        // The patched estimate is exact.
+        let bits = Coder::Patched.estimate_bits(&chosen, dims);
+        if (TILE_HEADER_LEN as u64) + bits / 8 < out.len() as u64 {
+            out = encode_with(packed, &chosen, dims);
+        }
+    }
     if !candidates.try_dictionary {
         return out;
     }

@@ -4,11 +4,20 @@
 //! decodes to the same bytes on every platform.
 
 use std::fmt::Debug;
-use std::ops::{BitAnd, BitXor};
+use std::ops::{BitAnd, BitOr, BitXor};
 
 /// An unsigned word the predictive packer works on.
 pub trait Word:
-    Copy + Debug + Default + Eq + BitXor<Output = Self> + BitAnd<Output = Self> + Send + Sync + 'static
+    Copy
+    + Debug
+    + Default
+    + Eq
+    + BitXor<Output = Self>
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + Send
+    + Sync
+    + 'static
 {
     /// Size of the word in bytes.
     const BYTES: usize;

@@ -25,7 +25,7 @@ fuzz_target!(|input: Input| {
     let params = Params {
         predictor: Predictor::from_id(u32::from(input.predictor % 14)),
         residual_map: ResidualMap::from_id(u32::from(input.map % 4)),
-        coder: Coder::from_id(u32::from(input.coder % 7)),
+        coder: Coder::from_id(u32::from(input.coder % 8)),
         mode: if input.coder & 0x80 != 0 { Mode::Archive } else { Mode::Fast },
         ..Params::new(word, &[rows, cols])
     };

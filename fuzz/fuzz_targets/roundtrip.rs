@@ -44,7 +44,7 @@ fuzz_target!(|input: Input| {
         lag: usize::from(input.lag),
         predictor: Predictor::from_id(u32::from(input.predictor % 14)),
         residual_map: ResidualMap::from_id(u32::from(input.map % 4)),
-        coder: Coder::from_id(u32::from(input.coder % 7)),
+        coder: Coder::from_id(u32::from(input.coder % 8)),
         mode: if input.coder & 0x80 != 0 { Mode::Archive } else { Mode::Fast },
         element: [ElementKind::Float, ElementKind::Integer, ElementKind::Other][usize::from(input.element % 3)],
         components: if input.complex { 2 } else { 1 },

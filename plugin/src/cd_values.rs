@@ -342,7 +342,7 @@ mod tests {
         );
         assert_eq!(
             UserOptions::parse(&[0, 9 << 16]).unwrap_err(),
-            "unknown residual coder 9 in cd_values[1] (0 to 6)"
+            "unknown residual coder 9 in cd_values[1] (0 to 7)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

@@ -8,6 +8,7 @@ pub mod ctxhuff;
 pub mod dict;
 pub mod huffman;
 pub mod lzb;
+pub mod patched;
 pub mod rans;
 pub mod rice;
 #[cfg(test)]
@@ -53,17 +54,21 @@ pub enum Coder {
     /// Seed 003's value-symbol Huffman: words as indices into the tile's dictionary of
     /// at most 256 distinct values (context rANS when there are more).
     Dictionary,
+    /// Fixed-width low bits per group of 32 residuals, the values that do not fit
+    /// patched in from a bitmap or list of exceptions (fast mode's default).
+    Patched,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 6] = [
+    pub const ALL: [Coder; 7] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
         Coder::ContextAns,
         Coder::ContextHuffman,
         Coder::Dictionary,
+        Coder::Patched,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -75,6 +80,7 @@ impl Coder {
             Coder::ContextAns => 4,
             Coder::ContextHuffman => 5,
             Coder::Dictionary => 6,
+            Coder::Patched => 7,
         }
     }
 
@@ -92,6 +98,7 @@ impl Coder {
             Coder::ContextAns => "ctx-ans",
             Coder::ContextHuffman => "ctx-huffman",
             Coder::Dictionary => "dictionary",
+            Coder::Patched => "patched",
         }
     }
 
@@ -104,6 +111,7 @@ impl Coder {
             Coder::ContextAns => ans::encode(values, dims, out),
             Coder::ContextHuffman => ctxhuff::encode(values, dims, out),
             Coder::Dictionary => dict::encode(values, dims, out),
+            Coder::Patched => patched::encode(values, out),
         }
     }
 
@@ -117,6 +125,7 @@ impl Coder {
             Coder::ContextAns => ans::decode(input, dims, out),
             Coder::ContextHuffman => ctxhuff::decode(input, dims, out),
             Coder::Dictionary => dict::decode(input, dims, out),
+            Coder::Patched => patched::decode(input, out),
         }
     }
 
@@ -127,6 +136,7 @@ impl Coder {
             Coder::LeadingZeroBytes => lzb::encoded_bits(values),
             Coder::Bitplane => 8 * bitplane::encoded_len(values) as u64,
             Coder::Rice => rice::estimate_bits(values),
+            Coder::Patched => patched::estimate_bits(values),
             Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
             Coder::Dictionary => {
                 dict::estimate_bits(values).unwrap_or_else(|| context::estimate_bits(values, dims))
@@ -147,6 +157,8 @@ impl Coder {
             Coder::ContextAns => ans::min_encoded_len(),
             Coder::ContextHuffman => ctxhuff::min_encoded_len(),
             Coder::Dictionary => dict::min_encoded_len(),
+            // A header byte per group of 32 values.
+            Coder::Patched => patched::min_encoded_len(n),
         }
     }
 }

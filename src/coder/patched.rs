@@ -1,0 +1,666 @@
+//! Patched bit packing: fixed-width low bits per group of 32 residuals, the few that do
+//! not fit patched in afterwards (PFOR with a bitmap or a list of exceptions).
+//!
+//! Residual words are expected to be sign-folded (zigzag or XOR), so most are small.
+//! Each group of [`GROUP`] = 32 values stores the low `b` bits of every value at a fixed
+//! width, which packs and unpacks without a branch per value; the values of more than
+//! `b` bits (the exceptions) also store their high bits, found by a bitmap or a short
+//! list of positions. The encoder picks `b` per group to minimise the group's size, so
+//! one outlier costs its own high bits instead of widening the whole group (what the
+//! bit-plane coder pays) and a heavy tail costs no unary runs (what Rice pays).
+//!
+//! # Format
+//!
+//! The coding of `n` values is the concatenation of `ceil(n / 32)` group codings (the
+//! last group holds the `m = n - 32 * (ceil(n / 32) - 1)` remaining values; an empty
+//! input codes to no bytes at all). A group of `m` values is, in bytes:
+//!
+//! ```text
+//! [H] [E]? [low bits: ceil(m * b / 8) bytes] [exception field]?
+//! ```
+//!
+//! * `H`: bits 0-6 hold `b`, `0 <= b <= T::BITS`; bit 7 is set when the group has
+//!   exceptions (then `E` and the exception field follow).
+//! * `E`: bits 0-6 hold `e`, `1 <= e <= T::BITS - b`, the width of the exceptions'
+//!   high parts; bit 7 is set when their positions are a list rather than a bitmap.
+//! * Low bits: the low `b` bits of value `i` at bits `i * b ..` of the field, least
+//!   significant bit first (bit `j` of the field is bit `j % 8` of byte `j / 8`); the
+//!   last byte is zero-padded.
+//! * Exception field, bit-packed the same way and zero-padded to whole bytes:
+//!   * list: 3 bits `k` (`1 <= k <= 6`), then `k` positions of 5 bits, strictly
+//!     increasing and below `m`; bitmap: `m` bits, bit `i` set for an exception at
+//!     value `i`, at least one set;
+//!   * then, for each exception in position order, an `e`-bit field `h`: the value is
+//!     `low | h << b`.
+//!
+//! The encoder writes a list when `3 + 5 * k < m` and a bitmap otherwise, and picks `b`
+//! (and `e`, the bit length of the group's largest value minus `b`) as the width that
+//! makes the group smallest among the bit lengths present in the group (only those can
+//! be optimal), ties to the wider `b`. A group never costs more than `1 + 4 * T::BITS`
+//! bytes (`b` the widest bit length, no exceptions): `n` values take at most
+//! `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes and at least `ceil(n / 32)`.
+//!
+//! The decoder accepts any valid choice of `b` and position form, but rejects an
+//! invalid header, an `e` other than the bit length of the largest high part, a zero high part, positions
+//! out of order or out of range, a stream that ends early, trailing bytes and nonzero
+//! padding bits.
+
+use crate::coder::bitio::load_u64;
+use crate::word::Word;
+
+/// Values per group (one width each).
+pub const GROUP: usize = 32;
+/// Bit of `H` marking a group with exceptions.
+const HAS_EXCEPTIONS: u8 = 0x80;
+/// Bit of `E` marking exception positions as a list.
+const LIST: u8 = 0x80;
+/// Bits of a list's exception count.
+const COUNT_BITS: u32 = 3;
+/// Bits of one listed position.
+const POSITION_BITS: u32 = 5;
+/// Most exceptions a list holds.
+const MAX_LISTED: usize = 6;
+/// Slack bytes the fixed-width unpacking may read past a group's low bits.
+const SLACK: usize = 16;
+/// Bytes of a group's low bits at the widest width.
+const MAX_LOW_BYTES: usize = GROUP * 64 / 8;
+
+/// One group's layout as the encoder chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Choice {
+    /// Width of the packed low bits.
+    b: u32,
+    /// Width of the exceptions' high parts (0: no exceptions).
+    e: u32,
+    /// Number of exceptions.
+    exceptions: usize,
+    /// Size of the group's coding in bits (whole bytes).
+    bits: u32,
+}
+
+/// Bits of the position part of the exception field for `k` exceptions among `m`.
+#[inline(always)]
+fn position_bits(k: usize, m: usize) -> u32 {
+    if is_list(k, m) {
+        COUNT_BITS + POSITION_BITS * k as u32
+    } else {
+        m as u32
+    }
+}
+
+/// The encoder's choice of position form.
+#[inline(always)]
+fn is_list(k: usize, m: usize) -> bool {
+    (COUNT_BITS + POSITION_BITS * k as u32) < m as u32
+}
+
+/// Size in bits of a group of `m` values coded at width `b` with `k` exceptions whose
+/// high parts take `e` bits each.
+#[inline(always)]
+fn group_bits(m: usize, b: u32, k: usize, e: u32) -> u32 {
+    let low = (m as u32 * b).div_ceil(8) * 8;
+    if k == 0 {
+        8 + low
+    } else {
+        16 + low + (position_bits(k, m) + k as u32 * e).div_ceil(8) * 8
+    }
+}
+
+/// The smallest layout of `group` (1 to 32 values).
+#[inline(always)]
+fn choose<T: Word>(group: &[T]) -> Choice {
+    let m = group.len();
+    let widest = group
+        .iter()
+        .fold(T::default(), |acc, &v| acc | v)
+        .bit_length();
+    let mut best = Choice {
+        b: widest,
+        e: 0,
+        exceptions: 0,
+        bits: group_bits(m, widest, 0, 0),
+    };
+    if widest == 0 {
+        return best;
+    }
+    // Histogram of bit lengths (two, to shorten store-to-load chains); only present
+    // lengths can be the best width: between two present lengths the exception count
+    // is constant and a wider `b` only grows the group.
+    let mut counts = [[0u8; 65]; 2];
+    for pair in group.chunks(2) {
+        for (h, &v) in counts.iter_mut().zip(pair) {
+            h[v.bit_length() as usize] += 1;
+        }
+    }
+    let mut above = usize::from(counts[0][widest as usize] + counts[1][widest as usize]);
+    let mut b = widest;
+    while b > 0 && above < m {
+        b -= 1;
+        let here = usize::from(counts[0][b as usize] + counts[1][b as usize]);
+        if here == 0 {
+            continue;
+        }
+        let e = widest - b;
+        let bits = group_bits(m, b, above, e);
+        if bits < best.bits {
+            best = Choice {
+                b,
+                e,
+                exceptions: above,
+                bits,
+            };
+        }
+        above += here;
+    }
+    best
+}
+
+/// Appends the patched packing of `values` to `out`.
+///
+/// The layout is described in the [module documentation](self); it takes at most
+/// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
+pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
+    out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
+    let mut scratch = [0u8; SCRATCH];
+    let mut full = values.chunks_exact(GROUP);
+    for group in &mut full {
+        let len = encode_group(group, &mut scratch);
+        out.extend_from_slice(&scratch[..len]);
+    }
+    if !full.remainder().is_empty() {
+        let len = encode_group(full.remainder(), &mut scratch);
+        out.extend_from_slice(&scratch[..len]);
+    }
+}
+
+/// Bytes of the encoder's scratch: the largest group coding (headers, low bits at the
+/// widest width, a bitmap and 32 high parts of 64 bits) and the slack of whole-word
+/// stores.
+const SCRATCH: usize = 2 + MAX_LOW_BYTES + 4 + GROUP * 8 + 16;
+
+/// Codes one group of 1 to 32 values into the start of `buf`; its length.
+#[inline(always)]
+fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
+    let choice = choose(group);
+    let b = choice.b;
+    if choice.exceptions == 0 {
+        buf[0] = b as u8;
+        return 1 + pack_dispatch(group, b, &mut buf[1..]);
+    }
+    let m = group.len();
+    let list = is_list(choice.exceptions, m);
+    buf[0] = b as u8 | HAS_EXCEPTIONS;
+    buf[1] = choice.e as u8 | if list { LIST } else { 0 };
+    let at = 2 + pack_dispatch(group, b, &mut buf[2..]);
+    let mut bitmap = 0u64;
+    for (i, &v) in group.iter().enumerate() {
+        bitmap |= u64::from(v.to_u64() >> b != 0) << i;
+    }
+    let mut field = FieldWriter {
+        at,
+        acc: 0,
+        nbits: 0,
+    };
+    if list {
+        field.put(choice.exceptions as u64, COUNT_BITS, buf);
+        let mut rest = bitmap;
+        while rest != 0 {
+            field.put(u64::from(rest.trailing_zeros()), POSITION_BITS, buf);
+            rest &= rest - 1;
+        }
+    } else {
+        field.put(bitmap, m as u32, buf);
+    }
+    let mut rest = bitmap;
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        field.put(group[i].to_u64() >> b, choice.e, buf);
+        rest &= rest - 1;
+    }
+    field.finish(buf)
+}
+
+/// Bit-field writer for the exception field: fields of up to 64 bits, least
+/// significant bit first, stored 8 bytes at a time into a buffer from byte `at`.
+struct FieldWriter {
+    at: usize,
+    acc: u128,
+    nbits: u32,
+}
+
+impl FieldWriter {
+    #[inline(always)]
+    fn put(&mut self, bits: u64, n: u32, buf: &mut [u8]) {
+        self.acc |= u128::from(bits) << self.nbits;
+        self.nbits += n;
+        if self.nbits >= 64 {
+            buf[self.at..self.at + 8].copy_from_slice(&(self.acc as u64).to_le_bytes());
+            self.at += 8;
+            self.acc >>= 64;
+            self.nbits -= 64;
+        }
+    }
+
+    /// Stores the pending bits; the end of the field in bytes.
+    #[inline(always)]
+    fn finish(self, buf: &mut [u8]) -> usize {
+        buf[self.at..self.at + 8].copy_from_slice(&(self.acc as u64).to_le_bytes());
+        self.at + self.nbits.div_ceil(8) as usize
+    }
+}
+
+/// Writes the low `b` bits of each value of `group` to the start of `buf`; the bytes
+/// they take, `ceil(len * b / 8)` (up to 8 bytes after them may be overwritten).
+#[inline(always)]
+fn pack_dispatch<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
+    // One copy of the packing loop per width, so shifts and offsets are constants.
+    macro_rules! widths {
+        ($($k:literal)*) => {
+            match b {
+                0 => 0,
+                $($k => pack::<T>(group, $k, buf),)*
+                _ => pack::<T>(group, b, buf),
+            }
+        };
+    }
+    if T::BITS <= 32 {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+    } else {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
+    }
+}
+
+#[inline(always)]
+fn pack<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
+    let mask = low_mask(b);
+    let mut at = 0;
+    if T::BITS <= 32 {
+        // Fields of at most 32 bits: a 64-bit accumulator stored 4 bytes at a time.
+        let mut acc: u64 = 0;
+        let mut nbits = 0;
+        for &v in group {
+            acc |= (v.to_u64() & mask) << nbits;
+            nbits += b;
+            if nbits >= 32 {
+                buf[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+                at += 4;
+                acc >>= 32;
+                nbits -= 32;
+            }
+        }
+        buf[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+    } else {
+        let mut acc: u128 = 0;
+        let mut nbits = 0;
+        for &v in group {
+            acc |= u128::from(v.to_u64() & mask) << nbits;
+            nbits += b;
+            if nbits >= 64 {
+                buf[at..at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
+                at += 8;
+                acc >>= 64;
+                nbits -= 64;
+            }
+        }
+        buf[at..at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
+    }
+    (group.len() * b as usize).div_ceil(8)
+}
+
+/// `(1 << n) - 1` for `n` in `0..=64`.
+#[inline(always)]
+fn low_mask(n: u32) -> u64 {
+    u64::MAX.checked_shr(64 - n).unwrap_or(0)
+}
+
+/// Decodes `out.len()` values from `input`, which must be exactly what `encode` wrote
+/// for them (every byte consumed, padding bits zero); otherwise an error message.
+///
+/// Never panics and never reads outside `input`, whatever its contents.
+pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+    let mut pos = 0;
+    let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
+    for (g, group) in out.chunks_mut(GROUP).enumerate() {
+        pos = decode_group(input, pos, group, &mut padded)
+            .map_err(|e| format!("{e} in group {g}"))?;
+    }
+    if pos != input.len() {
+        return Err(format!(
+            "patched: {} bytes after the coded values ({pos} of {} used)",
+            input.len() - pos,
+            input.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes one group starting at byte `pos` of `input`; the position after it.
+#[inline(always)]
+fn decode_group<T: Word>(
+    input: &[u8],
+    pos: usize,
+    group: &mut [T],
+    padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+) -> Result<usize, String> {
+    let m = group.len();
+    let truncated = || "patched: stream truncated".to_string();
+    let &h = input.get(pos).ok_or_else(truncated)?;
+    let b = u32::from(h & !HAS_EXCEPTIONS);
+    if b > T::BITS {
+        return Err(format!("patched: width {b} for {}-bit words", T::BITS));
+    }
+    let mut at = pos + 1;
+    let mut e_byte = 0;
+    if h & HAS_EXCEPTIONS != 0 {
+        e_byte = *input.get(at).ok_or_else(truncated)?;
+        at += 1;
+    }
+    let low_len = (m * b as usize).div_ceil(8);
+    let low_end = at + low_len;
+    if low_end > input.len() {
+        return Err(truncated());
+    }
+    if m == GROUP && low_end + SLACK <= input.len() {
+        unpack_dispatch(&input[at..], b, group);
+    } else {
+        // The last groups of the stream: unpack from a zero-padded copy, and check
+        // that the final byte's padding bits are zero.
+        padded.fill(0);
+        padded[..low_len].copy_from_slice(&input[at..low_end]);
+        let used = m * b as usize % 8;
+        if used != 0 && input[low_end - 1] >> used != 0 {
+            return Err("patched: nonzero padding bits".to_string());
+        }
+        unpack_dispatch(&padded[..], b, group);
+    }
+    if h & HAS_EXCEPTIONS == 0 {
+        return Ok(low_end);
+    }
+    Ok(low_end + patch(&input[low_end..], b, e_byte, group)?)
+}
+
+/// Applies a group's exception field (at the start of `field`) to its unpacked low
+/// bits; the field's length in bytes.
+#[inline(always)]
+fn patch<T: Word>(field: &[u8], b: u32, e_byte: u8, group: &mut [T]) -> Result<usize, String> {
+    let m = group.len();
+    let e = u32::from(e_byte & !LIST);
+    if e == 0 || b + e > T::BITS {
+        return Err(format!(
+            "patched: exception width {e} above width {b} for {}-bit words",
+            T::BITS
+        ));
+    }
+    let (bitmap, mut at) = if e_byte & LIST != 0 {
+        let k = bits_at(field, 0, COUNT_BITS) as usize;
+        if k == 0 || k > MAX_LISTED {
+            return Err(format!("patched: {k} listed exceptions"));
+        }
+        let mut bitmap = 0u64;
+        let mut next = 0;
+        for j in 0..k {
+            let i = bits_at(
+                field,
+                COUNT_BITS as usize + j * POSITION_BITS as usize,
+                POSITION_BITS,
+            );
+            if i < next || i >= m as u64 {
+                return Err(format!("patched: exception position {i} out of order"));
+            }
+            bitmap |= 1 << i;
+            next = i + 1;
+        }
+        (bitmap, (COUNT_BITS + POSITION_BITS * k as u32) as usize)
+    } else {
+        let bitmap = bits_at(field, 0, m as u32);
+        if bitmap == 0 {
+            return Err("patched: empty exception bitmap".to_string());
+        }
+        (bitmap, m)
+    };
+    let end = at + bitmap.count_ones() as usize * e as usize;
+    let used = end.div_ceil(8);
+    if used > field.len() {
+        return Err("patched: stream truncated".to_string());
+    }
+    if end % 8 != 0 && field[used - 1] >> (end % 8) != 0 {
+        return Err("patched: nonzero padding bits".to_string());
+    }
+    let mut rest = bitmap;
+    let mut highs = 0;
+    let mut empty = false;
+    while rest != 0 {
+        let high = bits_at(field, at, e);
+        highs |= high;
+        empty |= high == 0;
+        let v = &mut group[rest.trailing_zeros() as usize];
+        *v = T::from_u64(v.to_u64() | high << b);
+        at += e as usize;
+        rest &= rest - 1;
+    }
+    // The encoder makes `e` the width of the largest high part: any other `e` is a
+    // corrupt stream (it would swallow padding bits).
+    if empty {
+        return Err("patched: an exception without high bits".to_string());
+    }
+    if highs >> (e - 1) == 0 {
+        return Err(format!(
+            "patched: exception width {e} wider than its values"
+        ));
+    }
+    Ok(used)
+}
+
+/// The `n <= 64` bits of `field` from bit `at` (zeros past its end).
+#[inline(always)]
+fn bits_at(field: &[u8], at: usize, n: u32) -> u64 {
+    let shift = (at % 8) as u32;
+    let low = load_u64(field, at / 8) >> shift;
+    let bits = if n + shift > 64 {
+        low | load_u64(field, at / 8 + 8) << (64 - shift)
+    } else {
+        low
+    };
+    bits & low_mask(n)
+}
+
+/// Unpacks `group.len()` values of `b` bits from `src`, which holds at least
+/// [`SLACK`] bytes more than the packed bits.
+#[inline(always)]
+fn unpack_dispatch<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
+    macro_rules! widths {
+        ($($k:literal)*) => {
+            match b {
+                0 => group.fill(T::default()),
+                $($k => unpack::<T>(src, $k, group),)*
+                _ => unpack::<T>(src, b, group),
+            }
+        };
+    }
+    if T::BITS <= 32 {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+    } else {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+    }
+}
+
+#[inline(always)]
+fn unpack<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
+    let mask = low_mask(b);
+    let src = &src[..(GROUP * b as usize).div_ceil(8) + SLACK];
+    for (i, v) in group.iter_mut().enumerate() {
+        let bit = i * b as usize;
+        let at = bit / 8;
+        let shift = (bit % 8) as u32;
+        let word = if T::BITS <= 32 {
+            let bytes: [u8; 8] = src[at..at + 8].try_into().expect("8 bytes");
+            u64::from_le_bytes(bytes) >> shift
+        } else {
+            let bytes: [u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
+            (u128::from_le_bytes(bytes) >> shift) as u64
+        };
+        *v = T::from_u64(word & mask);
+    }
+}
+
+/// Encoded size in bits of `values` (exact, whole bytes per group).
+pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
+    let mut full = values.chunks_exact(GROUP);
+    let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g).bits)).sum();
+    if !full.remainder().is_empty() {
+        bits += u64::from(choose(full.remainder()).bits);
+    }
+    bits
+}
+
+/// Fewest bytes the coding of `n` values can take: one header byte per group.
+pub fn min_encoded_len(n: usize) -> usize {
+    n.div_ceil(GROUP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coder::{testing, Coder};
+
+    testing::shared_coder_tests!(Coder::Patched);
+
+    fn encoded<T: Word>(values: &[T]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(values, &mut out);
+        let mut back = vec![T::default(); values.len()];
+        decode(&out, &mut back).unwrap();
+        assert_eq!(back, values);
+        assert_eq!(out.len() as u64 * 8, estimate_bits(values));
+        out
+    }
+
+    #[test]
+    fn zero_group_is_one_byte() {
+        assert_eq!(encoded(&[0u32; 32]), [0]);
+        assert_eq!(encoded(&[0u64; 40]), [0, 0]);
+        assert!(encoded::<u16>(&[]).is_empty());
+    }
+
+    #[test]
+    fn uniform_widths_need_no_exceptions() {
+        let values: Vec<u32> = (0..32).map(|i| 4 + i % 4).collect();
+        // 3 bits each: 12 bytes of low bits after the header.
+        let out = encoded(&values);
+        assert_eq!(out.len(), 13);
+        assert_eq!(out[0], 3);
+    }
+
+    #[test]
+    fn one_outlier_is_listed() {
+        let mut values = vec![1u32; 32];
+        values[17] = u32::MAX;
+        let out = encoded(&values);
+        // H, E, 4 bytes of 1-bit lows, 3 + 5 + 31 = 39 bits of field = 5 bytes.
+        assert_eq!(out.len(), 2 + 4 + 5);
+        assert_eq!(out[0], 1 | HAS_EXCEPTIONS);
+        assert_eq!(out[1], 31 | LIST);
+    }
+
+    #[test]
+    fn many_outliers_use_a_bitmap() {
+        let values: Vec<u64> = (0..32u64)
+            .map(|i| if i % 3 == 0 { 1 << 40 } else { 5 })
+            .collect();
+        let out = encoded(&values);
+        // 11 exceptions: a bitmap of 32 bits and 11 high parts of 38 bits (3 + 38 = 41
+        // bit values, width 3): 2 + 12 + ceil((32 + 418) / 8) = 71 bytes.
+        assert_eq!(out[0], 3 | HAS_EXCEPTIONS);
+        assert_eq!(out[1], 38);
+        assert_eq!(out.len(), 2 + 12 + 57);
+    }
+
+    #[test]
+    fn every_width_of_every_word_size_round_trips() {
+        for b in 0..=64u32 {
+            let values: Vec<u64> = (0..70u64)
+                .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 3) & low_mask(b))
+                .collect();
+            encoded(&values);
+            if b <= 32 {
+                encoded(&values.iter().map(|&v| v as u32).collect::<Vec<_>>());
+            }
+            if b <= 16 {
+                encoded(&values.iter().map(|&v| v as u16).collect::<Vec<_>>());
+            }
+            if b <= 8 {
+                encoded(&values.iter().map(|&v| v as u8).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    #[test]
+    fn width_is_the_smallest_among_present_lengths() {
+        let values: Vec<u32> = (0..32)
+            .map(|i| if i < 30 { i % 8 } else { 1 << 20 })
+            .collect();
+        let c = choose(&values);
+        assert_eq!((c.b, c.e, c.exceptions), (3, 18, 2));
+        for b in 0..=21u32 {
+            let k = values.iter().filter(|v| v.bit_length() > b).count();
+            assert!(group_bits(32, b, k, 21 - b) >= c.bits, "width {b}");
+        }
+    }
+
+    #[test]
+    fn invalid_headers_are_errors() {
+        let mut back = [0u32; 32];
+        let cases: [(&[u8], &str); 5] = [
+            (&[33], "patched: width 33 for 32-bit words in group 0"),
+            (
+                &[0x81, 0, 0, 0, 0, 0],
+                "patched: exception width 0 above width 1 for 32-bit words in group 0",
+            ),
+            (
+                &[0x81, 32, 0, 0, 0, 0, 0, 0, 0, 0],
+                "patched: exception width 32 above width 1 for 32-bit words in group 0",
+            ),
+            (
+                &[0x80, 1 | LIST, 0, 0],
+                "patched: 0 listed exceptions in group 0",
+            ),
+            (
+                &[0x80, 1, 0, 0, 0, 0],
+                "patched: empty exception bitmap in group 0",
+            ),
+        ];
+        for (bytes, message) in cases {
+            assert_eq!(decode(bytes, &mut back).unwrap_err(), message);
+        }
+        // One listed exception at 0 with a zero high part.
+        let bytes = [0x80, 1 | LIST, 1, 0];
+        assert_eq!(
+            decode(&bytes, &mut back).unwrap_err(),
+            "patched: an exception without high bits in group 0"
+        );
+        // One listed exception at 0 with a high part of 1 in a field of width 2.
+        let field = 1u64 | 1 << 8; // count 1, position 0, high part 1
+        let bytes = [0x80, 2 | LIST, field as u8, (field >> 8) as u8];
+        assert_eq!(
+            decode(&bytes, &mut back).unwrap_err(),
+            "patched: exception width 2 wider than its values in group 0"
+        );
+        // Positions 3 then 2: out of order.
+        let field = 2u64 | 3 << 3 | 2 << 8;
+        let bytes = [0x80, 1 | LIST, field as u8, (field >> 8) as u8];
+        assert_eq!(
+            decode(&bytes, &mut back).unwrap_err(),
+            "patched: exception position 2 out of order in group 0"
+        );
+        assert_eq!(
+            decode(&[0, 0], &mut back).unwrap_err(),
+            "patched: 1 bytes after the coded values (1 of 2 used)"
+        );
+        assert_eq!(
+            decode(&[1, 0, 0, 0, 0x80], &mut back[..31]).unwrap_err(),
+            "patched: nonzero padding bits in group 0"
+        );
+    }
+}
