@@ -69,6 +69,7 @@ def peers():
         "zstd": dict(hdf5plugin.Zstd()),
         "gzip+shuffle": {"compression": "gzip", "shuffle": True},
         "karoo fast (default)": karoo(),
+        "karoo rice": karoo(coder=3),
         "karoo bitplane": karoo(coder=2),
         "karoo lzbytes": karoo(coder=1),
         "karoo seed000 (previous, xor, lzbytes)": karoo(1, 1, 1),

@@ -125,6 +125,8 @@ pub struct RowPredictor<T: Word> {
     trend: Vec<i128>,
     prediction: Vec<T>,
     scratch: Vec<u128>,
+    /// Column sums of the mean predictors, kept between rows.
+    sums: Vec<u64>,
 }
 
 impl<T: Word> RowPredictor<T> {
@@ -138,6 +140,7 @@ impl<T: Word> RowPredictor<T> {
             trend: Vec::new(),
             prediction: Vec::new(),
             scratch: Vec::new(),
+            sums: Vec::new(),
         }
     }
 
@@ -191,7 +194,7 @@ impl<T: Word> RowPredictor<T> {
                     }
                 }
             }
-            Predictor::Mean(_) => mean_of(&self.rows, out),
+            Predictor::Mean(_) => mean_of(&self.rows, out, &mut self.sums),
             Predictor::Median(_) => {
                 for (c, o) in out.iter_mut().enumerate() {
                     self.scratch.clear();
@@ -246,11 +249,12 @@ impl<T: Word> RowPredictor<T> {
 
 /// Writes into `out` the integer mean of `rows` column by column (truncated), summing
 /// row by row so the loops vectorise; a shift when the row count is a power of two.
-fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
+fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T], sums: &mut Vec<u64>) {
     let n = out.len();
     let count = rows.len() as u64;
     if T::BITS <= 32 {
-        let mut sums = vec![0u64; n];
+        sums.clear();
+        sums.resize(n, 0);
         for row in rows {
             for (s, &x) in sums.iter_mut().zip(&row[..n]) {
                 *s += x.to_u64();
@@ -258,11 +262,11 @@ fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
         }
         if count.is_power_of_two() {
             let shift = count.trailing_zeros();
-            for (o, &s) in out.iter_mut().zip(&sums) {
+            for (o, &s) in out.iter_mut().zip(sums.iter()) {
                 *o = T::from_u64(s >> shift);
             }
         } else {
-            for (o, &s) in out.iter_mut().zip(&sums) {
+            for (o, &s) in out.iter_mut().zip(sums.iter()) {
                 *o = T::from_u64(s / count);
             }
         }

@@ -178,9 +178,12 @@ fn choose<T: Word>(
     if all.len() == 1 {
         return all[0];
     }
-    let rows = (tile.row1 - tile.row0) * (tile.plane1 - tile.plane0);
     let cols = tile.col1 - tile.col0;
     let least = if candidates.greedy { 8 } else { 64 };
+    // Deep tiles are sampled over their first rows only (of their first planes), so the
+    // sample stays near SAMPLE_WORDS however many time steps a tile holds.
+    let sample = sample_rows(tile, least);
+    let rows = (sample.row1 - sample.row0) * (sample.plane1 - sample.plane0);
     let width = (SAMPLE_WORDS / SAMPLE_SEGMENTS / rows.max(1)).clamp(cols.min(least), cols);
     let segments = SAMPLE_SEGMENTS.min(cols / width);
     let starts: Vec<usize> = (0..segments)
@@ -194,8 +197,9 @@ fn choose<T: Word>(
         starts
             .iter()
             .map(|&start| {
-                let sample = residuals::<T>(src, g, tile, coding, spatial, start..start + width);
-                coding.coder.estimate_bits(&sample, dims)
+                let residuals =
+                    residuals::<T>(src, g, &sample, coding, spatial, start..start + width);
+                coding.coder.estimate_bits(&residuals, dims)
             })
             .sum()
     };
@@ -219,6 +223,26 @@ fn choose<T: Word>(
             })
             .collect(),
     )
+}
+
+/// Fewest rows a sample keeps per plane (predictors with a history of up to 8 rows
+/// settle within them).
+const SAMPLE_MIN_ROWS: usize = 16;
+
+/// The part of `tile` a coding's sample covers: all of it unless it has more rows than
+/// [`SAMPLE_WORDS`] spreads over [`SAMPLE_SEGMENTS`] segments of `least` columns
+/// (at least [`SAMPLE_MIN_ROWS`] of them), then its first rows and planes.
+fn sample_rows(tile: &Tile, least: usize) -> Tile {
+    let budget = (SAMPLE_WORDS / SAMPLE_SEGMENTS / least).max(SAMPLE_MIN_ROWS);
+    let rows = (tile.row1 - tile.row0).min(budget);
+    let planes = (tile.plane1 - tile.plane0).min(budget / rows).max(1);
+    let row0 = tile.row0 + (tile.row1 - tile.row0 - rows) / 2;
+    Tile {
+        row0,
+        row1: row0 + rows,
+        plane1: tile.plane0 + planes,
+        ..*tile
+    }
 }
 
 /// Residuals of columns `cols` of `tile`, row by row, plane by plane.

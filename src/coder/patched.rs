@@ -16,34 +16,35 @@
 //! input codes to no bytes at all). A group of `m` values is, in bytes:
 //!
 //! ```text
-//! [H] [E]? [low bits: ceil(m * b / 8) bytes] [exception field]?
+//! [H] [E]? [low bits: ceil(m * b / 8) bytes] [positions]? [high parts]?
 //! ```
 //!
 //! * `H`: bits 0-6 hold `b`, `0 <= b <= T::BITS`; bit 7 is set when the group has
-//!   exceptions (then `E` and the exception field follow).
+//!   exceptions (then `E`, the positions and the high parts follow).
 //! * `E`: bits 0-6 hold `e`, `1 <= e <= T::BITS - b`, the width of the exceptions'
 //!   high parts; bit 7 is set when their positions are a list rather than a bitmap.
-//! * Low bits: the low `b` bits of value `i` at bits `i * b ..` of the field, least
-//!   significant bit first (bit `j` of the field is bit `j % 8` of byte `j / 8`); the
-//!   last byte is zero-padded.
-//! * Exception field, bit-packed the same way and zero-padded to whole bytes:
-//!   * list: 3 bits `k` (`1 <= k <= 6`), then `k` positions of 5 bits, strictly
-//!     increasing and below `m`; bitmap: `m` bits, bit `i` set for an exception at
-//!     value `i`, at least one set;
-//!   * then, for each exception in position order, an `e`-bit field `h`: the value is
-//!     `low | h << b`.
+//! * Bit fields are packed least significant bit first (bit `j` of a field is bit
+//!   `j % 8` of its byte `j / 8`), each field zero-padded to whole bytes.
+//! * Low bits: the low `b` bits of value `i` at bits `i * b ..`.
+//! * Positions, a list: 3 bits `k` (`k >= 1`), then `k` positions of 5 bits, strictly
+//!   increasing and below `m` (`ceil((3 + 5 * k) / 8)` bytes); or a bitmap: `m` bits,
+//!   bit `i` set for an exception at value `i`, at least one set (`ceil(m / 8)` bytes).
+//! * High parts: for each of the `k` exceptions in position order, an `e`-bit field
+//!   `h != 0` at bits `j * e ..`: the value is `low | h << b`. The largest `h` has
+//!   exactly `e` bits.
 //!
-//! The encoder writes a list when `3 + 5 * k < m` and a bitmap otherwise, and picks `b`
-//! (and `e`, the bit length of the group's largest value minus `b`) as the width that
-//! makes the group smallest among the bit lengths present in the group (only those can
-//! be optimal), ties to the wider `b`. A group never costs more than `1 + 4 * T::BITS`
-//! bytes (`b` the widest bit length, no exceptions): `n` values take at most
-//! `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes and at least `ceil(n / 32)`.
+//! Low bits and high parts are both fixed-width fields, unpacked by the same loop (one
+//! copy per width). The encoder writes a list when it takes fewer bytes than the
+//! bitmap, and picks `b` (and `e`, the bit length of the group's largest value minus
+//! `b`) as the width that makes the group smallest, ties to the wider `b`. A group never
+//! costs more than `1 + 4 * T::BITS` bytes (`b` the widest bit length, no exceptions):
+//! `n` values take at most `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes and at least
+//! `ceil(n / 32)`.
 //!
 //! The decoder accepts any valid choice of `b` and position form, but rejects an
-//! invalid header, an `e` other than the bit length of the largest high part, a zero high part, positions
-//! out of order or out of range, a stream that ends early, trailing bytes and nonzero
-//! padding bits.
+//! invalid header, an `e` other than the bit length of the largest high part, a zero
+//! high part, positions out of order or out of range, a stream that ends early,
+//! trailing bytes and nonzero padding bits.
 
 use crate::coder::bitio::load_u64;
 use crate::word::Word;
@@ -58,8 +59,6 @@ const LIST: u8 = 0x80;
 const COUNT_BITS: u32 = 3;
 /// Bits of one listed position.
 const POSITION_BITS: u32 = 5;
-/// Most exceptions a list holds.
-const MAX_LISTED: usize = 6;
 /// Slack bytes the fixed-width unpacking may read past a group's low bits.
 const SLACK: usize = 16;
 /// Bytes of a group's low bits at the widest width.
@@ -78,31 +77,34 @@ struct Choice {
     bits: u32,
 }
 
-/// Bits of the position part of the exception field for `k` exceptions among `m`.
+/// Bytes of the positions of `k` exceptions among `m` values, in the encoder's form.
 #[inline(always)]
-fn position_bits(k: usize, m: usize) -> u32 {
-    if is_list(k, m) {
-        COUNT_BITS + POSITION_BITS * k as u32
-    } else {
-        m as u32
-    }
+fn position_bytes(k: u32, m: u32) -> u32 {
+    list_bytes(k).min(m.div_ceil(8))
 }
 
-/// The encoder's choice of position form.
+/// Bytes of a list of `k` positions (count included).
+#[inline(always)]
+fn list_bytes(k: u32) -> u32 {
+    (COUNT_BITS + POSITION_BITS * k).div_ceil(8)
+}
+
+/// The encoder's choice of position form: a list when it takes fewer bytes.
 #[inline(always)]
 fn is_list(k: usize, m: usize) -> bool {
-    (COUNT_BITS + POSITION_BITS * k as u32) < m as u32
+    list_bytes(k as u32) < (m as u32).div_ceil(8)
 }
 
 /// Size in bits of a group of `m` values coded at width `b` with `k` exceptions whose
 /// high parts take `e` bits each.
 #[inline(always)]
 fn group_bits(m: usize, b: u32, k: usize, e: u32) -> u32 {
-    let low = (m as u32 * b).div_ceil(8) * 8;
+    let (m, k) = (m as u32, k as u32);
+    let low = (m * b).div_ceil(8) * 8;
     if k == 0 {
         8 + low
     } else {
-        16 + low + (position_bits(k, m) + k as u32 * e).div_ceil(8) * 8
+        16 + low + 8 * position_bytes(k, m) + (k * e).div_ceil(8) * 8
     }
 }
 
@@ -114,7 +116,7 @@ fn choose<T: Word>(group: &[T]) -> Choice {
         .iter()
         .fold(T::default(), |acc, &v| acc | v)
         .bit_length();
-    let mut best = Choice {
+    let best = Choice {
         b: widest,
         e: 0,
         exceptions: 0,
@@ -123,36 +125,47 @@ fn choose<T: Word>(group: &[T]) -> Choice {
     if widest == 0 {
         return best;
     }
-    // Histogram of bit lengths (two, to shorten store-to-load chains); only present
-    // lengths can be the best width: between two present lengths the exception count
-    // is constant and a wider `b` only grows the group.
+    // Histogram of bit lengths (two, to shorten store-to-load chains): how many values
+    // each narrower width leaves as exceptions.
     let mut counts = [[0u8; 65]; 2];
     for pair in group.chunks(2) {
         for (h, &v) in counts.iter_mut().zip(pair) {
             h[v.bit_length() as usize] += 1;
         }
     }
-    let mut above = usize::from(counts[0][widest as usize] + counts[1][widest as usize]);
-    let mut b = widest;
-    while b > 0 && above < m {
-        b -= 1;
-        let here = usize::from(counts[0][b as usize] + counts[1][b as usize]);
-        if here == 0 {
-            continue;
-        }
-        let e = widest - b;
-        let bits = group_bits(m, b, above, e);
-        if bits < best.bits {
-            best = Choice {
-                b,
-                e,
-                exceptions: above,
-                bits,
-            };
-        }
-        above += here;
+    // above[b]: the values longer than `b`, the exceptions at width `b < widest`.
+    let top = widest as usize;
+    let mut above = [0u32; 64];
+    let mut longer = 0;
+    for b in (0..top).rev() {
+        longer += u32::from(counts[0][b + 1] + counts[1][b + 1]);
+        above[b] = longer;
     }
-    best
+    // Every narrower width, as keys ordering by size then by wider width (computed
+    // without branches, so they vectorise); a width leaving every value an exception
+    // is never the smallest.
+    let mut keys = [u32::MAX; 64];
+    let m32 = m as u32;
+    for (b, (key, &k)) in keys.iter_mut().zip(&above).enumerate().take(top) {
+        let b = b as u32;
+        let positions = list_bytes(k).min(m32.div_ceil(8));
+        let bits =
+            16 + (m32 * b).div_ceil(8) * 8 + 8 * positions + (k * (widest - b)).div_ceil(8) * 8;
+        *key = bits << 7 | (127 - b);
+    }
+    let key = keys[..top]
+        .iter()
+        .fold(best.bits << 7 | (127 - widest), |a, &k| a.min(k));
+    let b = 127 - (key & 127);
+    if b == widest {
+        return best;
+    }
+    Choice {
+        b,
+        e: widest - b,
+        exceptions: above[b as usize] as usize,
+        bits: key >> 7,
+    }
 }
 
 /// Appends the patched packing of `values` to `out`.
@@ -196,57 +209,30 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
     for (i, &v) in group.iter().enumerate() {
         bitmap |= u64::from(v.to_u64() >> b != 0) << i;
     }
-    let mut field = FieldWriter {
-        at,
-        acc: 0,
-        nbits: 0,
-    };
+    let mut at = at;
     if list {
-        field.put(choice.exceptions as u64, COUNT_BITS, buf);
+        let mut field = choice.exceptions as u64;
+        let mut shift = COUNT_BITS;
         let mut rest = bitmap;
         while rest != 0 {
-            field.put(u64::from(rest.trailing_zeros()), POSITION_BITS, buf);
+            field |= u64::from(rest.trailing_zeros()) << shift;
+            shift += POSITION_BITS;
             rest &= rest - 1;
         }
+        buf[at..at + 8].copy_from_slice(&field.to_le_bytes());
+        at += list_bytes(choice.exceptions as u32) as usize;
     } else {
-        field.put(bitmap, m as u32, buf);
+        buf[at..at + 8].copy_from_slice(&bitmap.to_le_bytes());
+        at += m.div_ceil(8);
     }
+    // The high parts, gathered in position order, packed at width `e`.
+    let mut highs = [T::default(); GROUP];
     let mut rest = bitmap;
-    while rest != 0 {
-        let i = rest.trailing_zeros() as usize;
-        field.put(group[i].to_u64() >> b, choice.e, buf);
+    for high in highs.iter_mut().take(choice.exceptions) {
+        *high = T::from_u64(group[rest.trailing_zeros() as usize].to_u64() >> b);
         rest &= rest - 1;
     }
-    field.finish(buf)
-}
-
-/// Bit-field writer for the exception field: fields of up to 64 bits, least
-/// significant bit first, stored 8 bytes at a time into a buffer from byte `at`.
-struct FieldWriter {
-    at: usize,
-    acc: u128,
-    nbits: u32,
-}
-
-impl FieldWriter {
-    #[inline(always)]
-    fn put(&mut self, bits: u64, n: u32, buf: &mut [u8]) {
-        self.acc |= u128::from(bits) << self.nbits;
-        self.nbits += n;
-        if self.nbits >= 64 {
-            buf[self.at..self.at + 8].copy_from_slice(&(self.acc as u64).to_le_bytes());
-            self.at += 8;
-            self.acc >>= 64;
-            self.nbits -= 64;
-        }
-    }
-
-    /// Stores the pending bits; the end of the field in bytes.
-    #[inline(always)]
-    fn finish(self, buf: &mut [u8]) -> usize {
-        buf[self.at..self.at + 8].copy_from_slice(&(self.acc as u64).to_le_bytes());
-        self.at + self.nbits.div_ceil(8) as usize
-    }
+    at + pack_dispatch(&highs[..choice.exceptions], choice.e, &mut buf[at..])
 }
 
 /// Writes the low `b` bits of each value of `group` to the start of `buf`; the bytes
@@ -343,47 +329,60 @@ fn decode_group<T: Word>(
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
 ) -> Result<usize, String> {
-    let m = group.len();
     let truncated = || "patched: stream truncated".to_string();
     let &h = input.get(pos).ok_or_else(truncated)?;
     let b = u32::from(h & !HAS_EXCEPTIONS);
     if b > T::BITS {
         return Err(format!("patched: width {b} for {}-bit words", T::BITS));
     }
-    let mut at = pos + 1;
-    let mut e_byte = 0;
-    if h & HAS_EXCEPTIONS != 0 {
-        e_byte = *input.get(at).ok_or_else(truncated)?;
-        at += 1;
-    }
-    let low_len = (m * b as usize).div_ceil(8);
-    let low_end = at + low_len;
-    if low_end > input.len() {
-        return Err(truncated());
-    }
-    if m == GROUP && low_end + SLACK <= input.len() {
-        unpack_dispatch(&input[at..], b, group);
-    } else {
-        // The last groups of the stream: unpack from a zero-padded copy, and check
-        // that the final byte's padding bits are zero.
-        padded.fill(0);
-        padded[..low_len].copy_from_slice(&input[at..low_end]);
-        let used = m * b as usize % 8;
-        if used != 0 && input[low_end - 1] >> used != 0 {
-            return Err("patched: nonzero padding bits".to_string());
-        }
-        unpack_dispatch(&padded[..], b, group);
-    }
     if h & HAS_EXCEPTIONS == 0 {
-        return Ok(low_end);
+        return unpack_field(input, pos + 1, b, group, padded);
     }
-    Ok(low_end + patch(&input[low_end..], b, e_byte, group)?)
+    let &e_byte = input.get(pos + 1).ok_or_else(truncated)?;
+    let at = unpack_field(input, pos + 2, b, group, padded)?;
+    patch(input, at, b, e_byte, group, padded)
 }
 
-/// Applies a group's exception field (at the start of `field`) to its unpacked low
-/// bits; the field's length in bytes.
+/// Unpacks `out.len()` fields of `width` bits from byte `at` of `input`; the position
+/// after them. Checks the padding bits of their last byte.
 #[inline(always)]
-fn patch<T: Word>(field: &[u8], b: u32, e_byte: u8, group: &mut [T]) -> Result<usize, String> {
+fn unpack_field<T: Word>(
+    input: &[u8],
+    at: usize,
+    width: u32,
+    out: &mut [T],
+    padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+) -> Result<usize, String> {
+    let bits = out.len() * width as usize;
+    let end = at + bits.div_ceil(8);
+    if end > input.len() {
+        return Err("patched: stream truncated".to_string());
+    }
+    if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
+        return Err("patched: nonzero padding bits".to_string());
+    }
+    if end + SLACK <= input.len() {
+        unpack_dispatch(&input[at..], width, out);
+    } else {
+        // The end of the stream: unpack from a zero-padded copy.
+        padded.fill(0);
+        padded[..end - at].copy_from_slice(&input[at..end]);
+        unpack_dispatch(&padded[..], width, out);
+    }
+    Ok(end)
+}
+
+/// Applies a group's exception fields (from byte `at` of `input`) to its unpacked low
+/// bits; the position after them.
+#[inline(always)]
+fn patch<T: Word>(
+    input: &[u8],
+    at: usize,
+    b: u32,
+    e_byte: u8,
+    group: &mut [T],
+    padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+) -> Result<usize, String> {
     let m = group.len();
     let e = u32::from(e_byte & !LIST);
     if e == 0 || b + e > T::BITS {
@@ -392,14 +391,15 @@ fn patch<T: Word>(field: &[u8], b: u32, e_byte: u8, group: &mut [T]) -> Result<u
             T::BITS
         ));
     }
-    let (bitmap, mut at) = if e_byte & LIST != 0 {
-        let k = bits_at(field, 0, COUNT_BITS) as usize;
-        if k == 0 || k > MAX_LISTED {
-            return Err(format!("patched: {k} listed exceptions"));
+    let field = input.get(at..).unwrap_or_default();
+    let (bitmap, bits) = if e_byte & LIST != 0 {
+        let k = bits_at(field, 0, COUNT_BITS);
+        if k == 0 {
+            return Err("patched: 0 listed exceptions".to_string());
         }
         let mut bitmap = 0u64;
         let mut next = 0;
-        for j in 0..k {
+        for j in 0..k as usize {
             let i = bits_at(
                 field,
                 COUNT_BITS as usize + j * POSITION_BITS as usize,
@@ -419,37 +419,37 @@ fn patch<T: Word>(field: &[u8], b: u32, e_byte: u8, group: &mut [T]) -> Result<u
         }
         (bitmap, m)
     };
-    let end = at + bitmap.count_ones() as usize * e as usize;
-    let used = end.div_ceil(8);
+    let used = bits.div_ceil(8);
     if used > field.len() {
         return Err("patched: stream truncated".to_string());
     }
-    if end % 8 != 0 && field[used - 1] >> (end % 8) != 0 {
+    if bits % 8 != 0 && field[used - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
+    let k = bitmap.count_ones() as usize;
+    let mut highs = [T::default(); GROUP];
+    let end = unpack_field(input, at + used, e, &mut highs[..k], padded)?;
     let mut rest = bitmap;
-    let mut highs = 0;
+    let mut all = T::default();
     let mut empty = false;
-    while rest != 0 {
-        let high = bits_at(field, at, e);
-        highs |= high;
-        empty |= high == 0;
+    for &high in &highs[..k] {
+        all = all | high;
+        empty |= high == T::default();
         let v = &mut group[rest.trailing_zeros() as usize];
-        *v = T::from_u64(v.to_u64() | high << b);
-        at += e as usize;
+        *v = T::from_u64(v.to_u64() | high.to_u64() << b);
         rest &= rest - 1;
     }
-    // The encoder makes `e` the width of the largest high part: any other `e` is a
-    // corrupt stream (it would swallow padding bits).
     if empty {
         return Err("patched: an exception without high bits".to_string());
     }
-    if highs >> (e - 1) == 0 {
+    // The encoder makes `e` the width of the largest high part: any other `e` is a
+    // corrupt stream (it would swallow padding bits).
+    if all.bit_length() != e {
         return Err(format!(
             "patched: exception width {e} wider than its values"
         ));
     }
-    Ok(used)
+    Ok(end)
 }
 
 /// The `n <= 64` bits of `field` from bit `at` (zeros past its end).
@@ -489,7 +489,7 @@ fn unpack_dispatch<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
 #[inline(always)]
 fn unpack<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
     let mask = low_mask(b);
-    let src = &src[..(GROUP * b as usize).div_ceil(8) + SLACK];
+    let src = &src[..(group.len() * b as usize).div_ceil(8) + SLACK];
     for (i, v) in group.iter_mut().enumerate() {
         let bit = i * b as usize;
         let at = bit / 8;
