@@ -125,7 +125,7 @@ pub struct RowPredictor<T: Word> {
     trend: Vec<i128>,
     prediction: Vec<T>,
     scratch: Vec<u128>,
-    /// Column sums of the mean predictors, kept between rows.
+    /// Column sums of the rows in the history (mean predictors, words of up to 32 bits).
     sums: Vec<u64>,
 }
 
@@ -152,6 +152,7 @@ impl<T: Word> RowPredictor<T> {
         self.rows.clear();
         self.level.clear();
         self.trend.clear();
+        self.sums.clear();
     }
 
     /// An empty buffer to fill with the next row and hand to [`Self::observe`].
@@ -194,7 +195,22 @@ impl<T: Word> RowPredictor<T> {
                     }
                 }
             }
-            Predictor::Mean(_) => mean_of(&self.rows, out, &mut self.sums),
+            Predictor::Mean(_) if T::BITS <= 32 => {
+                // The column sums of the rows in the history, kept up to date by
+                // `observe`.
+                let count = seen as u64;
+                if count.is_power_of_two() {
+                    let shift = count.trailing_zeros();
+                    for (o, &s) in out.iter_mut().zip(self.sums.iter()) {
+                        *o = T::from_u64(s >> shift);
+                    }
+                } else {
+                    for (o, &s) in out.iter_mut().zip(self.sums.iter()) {
+                        *o = T::from_u64(s / count);
+                    }
+                }
+            }
+            Predictor::Mean(_) => mean_of(&self.rows, out),
             Predictor::Median(_) => {
                 for (c, o) in out.iter_mut().enumerate() {
                     self.scratch.clear();
@@ -223,6 +239,23 @@ impl<T: Word> RowPredictor<T> {
         if self.kind == Predictor::Holt {
             self.observe_holt(&row);
         }
+        if matches!(self.kind, Predictor::Mean(_)) && T::BITS <= 32 {
+            // Rows within a plane never get longer, so the sums of the first row's
+            // columns cover every later prediction.
+            if self.rows.len() == self.kind.history() {
+                if let Some(oldest) = self.rows.last() {
+                    for (s, &x) in self.sums.iter_mut().zip(oldest) {
+                        *s -= x.to_u64();
+                    }
+                }
+            }
+            if self.sums.is_empty() {
+                self.sums.resize(row.len(), 0);
+            }
+            for (s, &x) in self.sums.iter_mut().zip(&row) {
+                *s += x.to_u64();
+            }
+        }
         if self.rows.len() == self.kind.history() {
             if let Some(oldest) = self.rows.pop() {
                 self.spare = oldest;
@@ -247,34 +280,13 @@ impl<T: Word> RowPredictor<T> {
     }
 }
 
-/// Writes into `out` the integer mean of `rows` column by column (truncated), summing
-/// row by row so the loops vectorise; a shift when the row count is a power of two.
-fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T], sums: &mut Vec<u64>) {
-    let n = out.len();
-    let count = rows.len() as u64;
-    if T::BITS <= 32 {
-        sums.clear();
-        sums.resize(n, 0);
-        for row in rows {
-            for (s, &x) in sums.iter_mut().zip(&row[..n]) {
-                *s += x.to_u64();
-            }
-        }
-        if count.is_power_of_two() {
-            let shift = count.trailing_zeros();
-            for (o, &s) in out.iter_mut().zip(sums.iter()) {
-                *o = T::from_u64(s >> shift);
-            }
-        } else {
-            for (o, &s) in out.iter_mut().zip(sums.iter()) {
-                *o = T::from_u64(s / count);
-            }
-        }
-    } else {
-        for (c, o) in out.iter_mut().enumerate() {
-            let sum: u128 = rows.iter().map(|row| u128::from(row[c].to_u64())).sum();
-            *o = T::from_u64((sum / u128::from(count)) as u64);
-        }
+/// Writes into `out` the integer mean of `rows` column by column (truncated), for
+/// 64-bit words (sums in 128 bits; narrower words keep running sums instead).
+fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
+    let count = rows.len() as u128;
+    for (c, o) in out.iter_mut().enumerate() {
+        let sum: u128 = rows.iter().map(|row| u128::from(row[c].to_u64())).sum();
+        *o = T::from_u64((sum / count) as u64);
     }
 }
 

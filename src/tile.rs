@@ -109,19 +109,22 @@ pub fn encode_tile<T: Word>(
     let coding = choose::<T>(src, g, tile, candidates, spatial);
     let cols = tile.col0..tile.col1;
     let dims = Dims::of(tile, spatial);
-    let chosen = residuals::<T>(src, g, tile, coding, spatial, cols.clone());
-    let mut out = encode_with(coding, &chosen, dims);
-    if candidates.try_patched {
-        let packed = Coding {
-            coder: Coder::Patched,
-            ..coding
-        };
-        // The patched estimate is exact.
-        let bits = Coder::Patched.estimate_bits(&chosen, dims);
-        if (TILE_HEADER_LEN as u64) + bits / 8 < out.len() as u64 {
-            out = encode_with(packed, &chosen, dims);
+    let out = T::with_scratch(|chosen| {
+        residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
+        let out = encode_with(coding, chosen, dims);
+        if candidates.try_patched {
+            // The patched estimate is exact.
+            let bits = Coder::Patched.estimate_bits(chosen, dims);
+            if (TILE_HEADER_LEN as u64) + bits / 8 < out.len() as u64 {
+                let packed = Coding {
+                    coder: Coder::Patched,
+                    ..coding
+                };
+                return encode_with(packed, chosen, dims);
+            }
         }
-    }
+        out
+    });
     if !candidates.try_dictionary {
         return out;
     }
@@ -254,11 +257,27 @@ fn residuals<T: Word>(
     spatial: Spatial,
     cols: Range<usize>,
 ) -> Vec<T> {
+    let mut out = Vec::new();
+    residuals_into(src, g, tile, coding, spatial, cols, &mut out);
+    out
+}
+
+/// [`residuals`] into `out` (cleared first).
+fn residuals_into<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    coding: Coding,
+    spatial: Spatial,
+    cols: Range<usize>,
+    out: &mut Vec<T>,
+) {
+    out.clear();
     let args = (src, g, tile, coding, spatial, cols);
     match coding.map {
-        ResidualMap::Xor => residuals_with::<T, XorOp>(args),
-        ResidualMap::RotateSubtract => residuals_with::<T, RotateSubtractOp>(args),
-        ResidualMap::Subtract => residuals_with::<T, SubtractOp>(args),
+        ResidualMap::Xor => residuals_with::<T, XorOp>(args, out),
+        ResidualMap::RotateSubtract => residuals_with::<T, RotateSubtractOp>(args, out),
+        ResidualMap::Subtract => residuals_with::<T, SubtractOp>(args, out),
     }
 }
 
@@ -271,11 +290,14 @@ type EncodeArgs<'a> = (
     Range<usize>,
 );
 
-fn residuals_with<T: Word, M: MapOp>((src, g, tile, coding, spatial, cols): EncodeArgs) -> Vec<T> {
+fn residuals_with<T: Word, M: MapOp>(
+    (src, g, tile, coding, spatial, cols): EncodeArgs,
+    out: &mut Vec<T>,
+) {
     let w = T::BYTES;
     let predictor = coding.predictor;
     let (lorenzo, spatial_first) = coding.spatial_rows(spatial);
-    let mut out: Vec<T> = Vec::with_capacity(g.tile_words(tile));
+    out.reserve(g.tile_words(tile));
     let mut rp = RowPredictor::<T>::new(predictor);
     for plane in tile.plane0..tile.plane1 {
         rp.reset();
@@ -334,7 +356,6 @@ fn residuals_with<T: Word, M: MapOp>((src, g, tile, coding, spatial, cols): Enco
             rp.observe(cur);
         }
     }
-    out
 }
 
 /// The runs of the innermost axis that columns `start..start + width` of a row cross,
@@ -384,22 +405,25 @@ pub fn decode_tile<T: Word>(
 ) -> Result<()> {
     let corrupt = |reason: String| Error::CorruptBlock { index, reason };
     let coding = parse_coding(payload).map_err(corrupt)?;
-    let mut residuals = vec![T::default(); g.tile_words(tile)];
-    coding
-        .coder
-        .decode(
-            &payload[TILE_HEADER_LEN..],
-            Dims::of(tile, spatial),
-            &mut residuals,
-        )
-        .map_err(corrupt)?;
-    let args = (&residuals[..], g, tile, coding, spatial);
-    match coding.map {
-        ResidualMap::Xor => restore_with::<T, XorOp>(args, rows),
-        ResidualMap::RotateSubtract => restore_with::<T, RotateSubtractOp>(args, rows),
-        ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows),
-    }
-    Ok(())
+    T::with_scratch(|residuals| {
+        residuals.clear();
+        residuals.resize(g.tile_words(tile), T::default());
+        coding
+            .coder
+            .decode(
+                &payload[TILE_HEADER_LEN..],
+                Dims::of(tile, spatial),
+                residuals,
+            )
+            .map_err(corrupt)?;
+        let args = (&residuals[..], g, tile, coding, spatial);
+        match coding.map {
+            ResidualMap::Xor => restore_with::<T, XorOp>(args, rows),
+            ResidualMap::RotateSubtract => restore_with::<T, RotateSubtractOp>(args, rows),
+            ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows),
+        }
+        Ok(())
+    })
 }
 
 type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Coding, Spatial);

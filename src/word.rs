@@ -52,6 +52,10 @@ pub trait Word:
     fn unzigzag(self) -> Self;
     /// Number of significant bits (0 for zero).
     fn bit_length(self) -> u32;
+    /// Runs `f` on this thread's reusable buffer of words (empty or holding whatever
+    /// the last user left), so hot paths do not allocate, and page-fault in, a fresh
+    /// tile-sized buffer per call. A nested call gets a fresh buffer.
+    fn with_scratch<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
 }
 
 macro_rules! impl_word {
@@ -113,6 +117,16 @@ macro_rules! impl_word {
             #[inline(always)]
             fn bit_length(self) -> u32 {
                 <$t>::BITS - self.leading_zeros()
+            }
+            fn with_scratch<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R {
+                thread_local! {
+                    static SCRATCH: std::cell::RefCell<Vec<$t>> =
+                        const { std::cell::RefCell::new(Vec::new()) };
+                }
+                SCRATCH.with(|cell| match cell.try_borrow_mut() {
+                    Ok(mut buffer) => f(&mut buffer),
+                    Err(_) => f(&mut Vec::new()),
+                })
             }
         }
     };
