@@ -107,9 +107,9 @@ struct Variant {
     coder: Option<karoo::Coder>,
 }
 
-/// The combinations measured: the default, every predictor with Rice, the fast
-/// bit-plane coder, and seed 000's original scheme. `KAROO_BENCH_ALL=1` measures every
-/// predictor with every coder instead.
+/// The combinations measured: the default, every predictor with the default coder
+/// (patched packing), auto with Rice, the bit-plane coder, and seed 000's original
+/// scheme. `KAROO_BENCH_ALL=1` measures every predictor with every coder instead.
 fn variants() -> Vec<Variant> {
     use karoo::{Coder, Predictor, ResidualMap};
     let named =
@@ -132,7 +132,7 @@ fn variants() -> Vec<Variant> {
     let coders: Vec<Coder> = if std::env::var_os("KAROO_BENCH_ALL").is_some() {
         Coder::ALL.to_vec()
     } else {
-        vec![Coder::Rice]
+        vec![Coder::Patched]
     };
     for coder in &coders {
         for predictor in Predictor::ALL {
@@ -140,6 +140,8 @@ fn variants() -> Vec<Variant> {
         }
     }
     if coders.len() == 1 {
+        out.push(named(None, None, Some(Coder::Rice)));
+        out.push(named(Some(Predictor::PREVIOUS), None, Some(Coder::Rice)));
         out.push(named(None, None, Some(Coder::Bitplane)));
         out.push(named(
             Some(Predictor::PREVIOUS),

@@ -42,7 +42,7 @@ KAROO = 52033
 PREDICTORS = {1: "previous", 2: "parallelogram", 3: "lagrange3", 4: "lagrange4", 5: "mean2", 6: "mean4",
               7: "mean8", 8: "median3", 9: "median5", 10: "holt", 11: "lorenzo", 12: "auto"}
 MAPS = {1: "xor", 2: "rotsub", 3: "sub"}
-CODERS = {1: "lzbytes", 2: "bitplane", 3: "rice"}
+CODERS = {1: "lzbytes", 2: "bitplane", 3: "rice", 7: "patched"}
 
 
 def karoo(predictor=0, residual_map=0, coder=0, threads=0):

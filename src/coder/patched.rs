@@ -361,7 +361,7 @@ fn unpack_field<T: Word>(
     if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
-    if end + SLACK <= input.len() {
+    if at + (GROUP * width as usize).div_ceil(8) + SLACK <= input.len() {
         unpack_dispatch(&input[at..], width, out);
     } else {
         // The end of the stream: unpack from a zero-padded copy.
@@ -426,19 +426,32 @@ fn patch<T: Word>(
     if bits % 8 != 0 && field[used - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
-    let k = bitmap.count_ones() as usize;
-    let mut highs = [T::default(); GROUP];
-    let end = unpack_field(input, at + used, e, &mut highs[..k], padded)?;
-    let mut rest = bitmap;
-    let mut all = T::default();
-    let mut empty = false;
-    for &high in &highs[..k] {
-        all = all | high;
-        empty |= high == T::default();
-        let v = &mut group[rest.trailing_zeros() as usize];
-        *v = T::from_u64(v.to_u64() | high.to_u64() << b);
-        rest &= rest - 1;
-    }
+    let start = at + used;
+    let (all, empty, end) = match <&mut [T; GROUP]>::try_from(&mut *group) {
+        Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
+            // Common case: unpack each high part straight into its value.
+            let end = start + (bitmap.count_ones() as usize * e as usize).div_ceil(8);
+            check_padding(input, end, bitmap.count_ones() as usize * e as usize)?;
+            let (all, empty) = scatter_dispatch(&input[start..], e, b, bitmap, full);
+            (all, empty, end)
+        }
+        _ => {
+            let k = bitmap.count_ones() as usize;
+            let mut highs = [T::default(); GROUP];
+            let end = unpack_field(input, start, e, &mut highs[..k], padded)?;
+            let mut rest = bitmap;
+            let mut all = 0;
+            let mut empty = false;
+            for &high in &highs[..k] {
+                all |= high.to_u64();
+                empty |= high == T::default();
+                let v = &mut group[rest.trailing_zeros() as usize];
+                *v = T::from_u64(v.to_u64() | high.to_u64() << b);
+                rest &= rest - 1;
+            }
+            (all, empty, end)
+        }
+    };
     if empty {
         return Err("patched: an exception without high bits".to_string());
     }
@@ -450,6 +463,81 @@ fn patch<T: Word>(
         ));
     }
     Ok(end)
+}
+
+/// Checks that the bits of the byte ending a field of `bits` bits at `end` (exclusive)
+/// beyond the field are zero.
+#[inline(always)]
+fn check_padding(input: &[u8], end: usize, bits: usize) -> Result<(), String> {
+    if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
+        return Err("patched: nonzero padding bits".to_string());
+    }
+    Ok(())
+}
+
+/// ORs the `bitmap.count_ones()` high parts of `e` bits packed at the start of `src`
+/// (which holds [`SLACK`] bytes more than a full group of them), shifted by `b`, into
+/// the values at the bitmap's positions; the OR of the high parts and whether one was
+/// zero.
+#[inline(always)]
+fn scatter_dispatch<T: Word>(
+    src: &[u8],
+    e: u32,
+    b: u32,
+    bitmap: u64,
+    group: &mut [T; GROUP],
+) -> (u64, bool) {
+    macro_rules! widths {
+        ($($k:literal)*) => {
+            match e {
+                $($k => scatter::<T>(src, $k, b, bitmap, group),)*
+                _ => scatter::<T>(src, e, b, bitmap, group),
+            }
+        };
+    }
+    if T::BITS <= 32 {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+    } else {
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
+    }
+}
+
+#[inline(always)]
+fn scatter<T: Word>(
+    src: &[u8],
+    e: u32,
+    b: u32,
+    bitmap: u64,
+    group: &mut [T; GROUP],
+) -> (u64, bool) {
+    let mask = low_mask(e);
+    let src = &src[..(GROUP * e as usize).div_ceil(8) + SLACK];
+    let mut rest = bitmap;
+    let mut all = 0;
+    let mut empty = false;
+    for j in 0..GROUP {
+        if rest == 0 {
+            break;
+        }
+        let bit = j * e as usize;
+        let at = bit / 8;
+        let shift = (bit % 8) as u32;
+        let word = if T::BITS <= 32 {
+            let bytes: [u8; 8] = src[at..at + 8].try_into().expect("8 bytes");
+            u64::from_le_bytes(bytes) >> shift
+        } else {
+            let bytes: [u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
+            (u128::from_le_bytes(bytes) >> shift) as u64
+        };
+        let high = word & mask;
+        all |= high;
+        empty |= high == 0;
+        let v = &mut group[rest.trailing_zeros() as usize % GROUP];
+        *v = T::from_u64(v.to_u64() | high << b);
+        rest &= rest - 1;
+    }
+    (all, empty)
 }
 
 /// The `n <= 64` bits of `field` from bit `at` (zeros past its end).
@@ -465,8 +553,8 @@ fn bits_at(field: &[u8], at: usize, n: u32) -> u64 {
     bits & low_mask(n)
 }
 
-/// Unpacks `group.len()` values of `b` bits from `src`, which holds at least
-/// [`SLACK`] bytes more than the packed bits.
+/// Unpacks `group.len()` (at most [`GROUP`]) values of `b` bits from `src`, which holds
+/// at least [`SLACK`] bytes more than a full group's packed bits.
 #[inline(always)]
 fn unpack_dispatch<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
     macro_rules! widths {
@@ -489,8 +577,9 @@ fn unpack_dispatch<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
 #[inline(always)]
 fn unpack<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
     let mask = low_mask(b);
-    let src = &src[..(group.len() * b as usize).div_ceil(8) + SLACK];
-    for (i, v) in group.iter_mut().enumerate() {
+    // A full group's worth, so every offset below is provably in bounds.
+    let src = &src[..(GROUP * b as usize).div_ceil(8) + SLACK];
+    for (i, v) in group.iter_mut().enumerate().take(GROUP) {
         let bit = i * b as usize;
         let at = bit / 8;
         let shift = (bit % 8) as u32;

@@ -1,4 +1,5 @@
-//! Rice coder throughput on typical sign-folded residuals, against `memcpy`.
+//! Rice and patched-packing coder throughput on typical sign-folded residuals, against
+//! `memcpy`.
 //!
 //! The data are generated here, deterministically (fixed seed): 1M (2^20) residuals
 //! drawn from a Laplace distribution and zigzag-folded, as a predictor leaves them:
@@ -7,20 +8,21 @@
 //! * `u64`: scale 2^43, about 44 significant bits, like the residuals of float64 data
 //!   whose noise is a few tenths of a percent of the values (8 MiB).
 //!
-//! Each word size has one criterion group with three lines: `memcpy` (copy of the raw
-//! values' bytes into a preallocated buffer, the baseline measured in the same run),
-//! `encode` (into a reused `Vec`) and `decode` (into a preallocated slice). Every line
+//! Each coder and word size has one criterion group (`rice_u32`, `patched_u32`, ...)
+//! with three lines: `memcpy` (copy of the raw values' bytes into a preallocated buffer,
+//! the baseline measured in the same run), `encode` (into a reused `Vec`) and `decode`
+//! (into a preallocated slice). Every line
 //! reports throughput in bytes of *raw* values per second, so dividing a coder line by
 //! the `memcpy` line gives its speed as a fraction of a plain memory copy. The coded
 //! size of each data set is printed once to stderr.
 //!
-//! Run with `cargo bench --bench rice` (add `-- --quick` for a rough, faster pass).
+//! Run with `cargo bench --bench coders` (add `-- --quick` for a rough, faster pass).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use karoo::coder::rice::{decode, encode};
+use karoo::coder::{patched, rice};
 use karoo::word::Word;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -47,7 +49,36 @@ fn residuals<T: Word>(log_scale: i32, seed: u64) -> Vec<T> {
         .collect()
 }
 
-fn bench_word<T: Word>(c: &mut Criterion, name: &str, values: &[T]) {
+/// A coder's encode and decode functions for one word type.
+struct Coder<T> {
+    name: &'static str,
+    encode: fn(&[T], &mut Vec<u8>),
+    decode: fn(&[u8], &mut [T]) -> Result<(), String>,
+}
+
+fn coders<T: Word>() -> [Coder<T>; 2] {
+    [
+        Coder {
+            name: "rice",
+            encode: rice::encode::<T>,
+            decode: rice::decode::<T>,
+        },
+        Coder {
+            name: "patched",
+            encode: patched::encode::<T>,
+            decode: patched::decode::<T>,
+        },
+    ]
+}
+
+fn bench_word<T: Word>(c: &mut Criterion, word: &str, values: &[T]) {
+    for coder in coders::<T>() {
+        bench_coder(c, &format!("{}_{word}", coder.name), &coder, values);
+    }
+}
+
+fn bench_coder<T: Word>(c: &mut Criterion, name: &str, coder: &Coder<T>, values: &[T]) {
+    let (encode, decode) = (coder.encode, coder.decode);
     let raw: Vec<u8> = values
         .iter()
         .flat_map(|v| v.to_u64().to_le_bytes().into_iter().take(T::BYTES))
@@ -58,7 +89,7 @@ fn bench_word<T: Word>(c: &mut Criterion, name: &str, values: &[T]) {
     decode(&encoded, &mut back).expect("round trip");
     assert!(back == values, "round trip");
     eprintln!(
-        "rice {name}: {} values, {} raw bytes -> {} coded bytes ({:.3} of raw, {:.2} bits/value)",
+        "{name}: {} values, {} raw bytes -> {} coded bytes ({:.3} of raw, {:.2} bits/value)",
         values.len(),
         raw.len(),
         encoded.len(),
@@ -92,9 +123,9 @@ fn bench_word<T: Word>(c: &mut Criterion, name: &str, values: &[T]) {
     group.finish();
 }
 
-fn rice(c: &mut Criterion) {
-    bench_word::<u32>(c, "rice_u32", &residuals::<u32>(11, 0x7269_6365_0032));
-    bench_word::<u64>(c, "rice_u64", &residuals::<u64>(43, 0x7269_6365_0064));
+fn all(c: &mut Criterion) {
+    bench_word::<u32>(c, "u32", &residuals::<u32>(11, 0x7269_6365_0032));
+    bench_word::<u64>(c, "u64", &residuals::<u64>(43, 0x7269_6365_0064));
 }
 
 criterion_group! {
@@ -103,6 +134,6 @@ criterion_group! {
         .sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = rice
+    targets = all
 }
 criterion_main!(benches);
