@@ -155,7 +155,10 @@ pub fn encode_tile<T: Word>(
 
 /// The tile payload of `residuals` coded as `coding` says.
 fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims) -> Vec<u8> {
-    let mut out = Vec::with_capacity(TILE_HEADER_LEN + residuals.len() * T::BYTES / 2);
+    // Room for an incompressible tile (the fast coders' worst case is the raw size plus
+    // a byte per 32 words), so the coder never reallocates and copies.
+    let raw = residuals.len() * T::BYTES;
+    let mut out = Vec::with_capacity(TILE_HEADER_LEN + raw + raw / 32 + 16);
     let head = if coding.spatial_head {
         SPATIAL_HEAD_BIT
     } else {
@@ -358,6 +361,37 @@ fn residuals_with<T: Word, M: MapOp>(
     }
 }
 
+/// Sets `seg[i] = step(i, seg[i - s])` for `i` from `s` on, in order (the first `s`
+/// values are set already). Strides of 1, 2 and 4 keep the last `s` values in registers
+/// instead of reloading each just after storing it.
+#[inline(always)]
+fn recur<T: Word>(seg: &mut [T], s: usize, step: impl Fn(usize, T) -> T) {
+    match s {
+        1 => recur_by::<T, 1>(seg, step),
+        2 => recur_by::<T, 2>(seg, step),
+        4 => recur_by::<T, 4>(seg, step),
+        _ => {
+            for i in s..seg.len() {
+                seg[i] = step(i, seg[i - s]);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn recur_by<T: Word, const S: usize>(seg: &mut [T], step: impl Fn(usize, T) -> T) {
+    let Some((first, rest)) = seg.split_first_chunk_mut::<S>() else {
+        return;
+    };
+    let mut last = *first;
+    for (c, chunk) in rest.chunks_mut(S).enumerate() {
+        for (k, v) in chunk.iter_mut().enumerate() {
+            last[k] = step(S + c * S + k, last[k]);
+            *v = last[k];
+        }
+    }
+}
+
 /// The runs of the innermost axis that columns `start..start + width` of a row cross,
 /// as index ranges into those columns (one run of everything without such an axis).
 fn runs(start: usize, width: usize, spatial: Spatial) -> impl Iterator<Item = Range<usize>> {
@@ -406,7 +440,8 @@ pub fn decode_tile<T: Word>(
     let corrupt = |reason: String| Error::CorruptBlock { index, reason };
     let coding = parse_coding(payload).map_err(corrupt)?;
     T::with_scratch(|residuals| {
-        residuals.clear();
+        // No need to zero the reused words: every coder writes each value it decodes
+        // (the coders' shared tests decode into a buffer of ones).
         residuals.resize(g.tile_words(tile), T::default());
         coding
             .coder
@@ -450,28 +485,28 @@ fn restore_with<T: Word, M: MapOp>(
             let s = spatial.stride;
             match rp.predict(width) {
                 None if spatial_first => {
+                    cur.resize(width, T::default());
                     for run in runs(tile.col0, width, spatial) {
-                        for c in run.clone() {
-                            let p = if c >= run.start + s {
-                                cur[c - s]
-                            } else {
-                                T::default()
-                            };
-                            cur.push(M::restore(r[c], p));
+                        let (seg, res) = (&mut cur[run.clone()], &r[run]);
+                        let head = s.min(seg.len());
+                        for (v, &r) in seg.iter_mut().zip(res).take(head) {
+                            *v = M::restore(r, T::default());
                         }
+                        recur(seg, s, |i, left| M::restore(res[i], left));
                     }
                 }
                 None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
                 Some(p) if lorenzo => {
+                    cur.resize(width, T::default());
                     for run in runs(tile.col0, width, spatial) {
-                        let head = run.start..(run.start + s).min(run.end);
-                        for c in head.clone() {
-                            cur.push(M::restore(r[c], p[c]));
+                        let (seg, res, p) = (&mut cur[run.clone()], &r[run.clone()], &p[run]);
+                        let head = s.min(seg.len());
+                        for ((v, &r), &p) in seg.iter_mut().zip(res).zip(p).take(head) {
+                            *v = M::restore(r, p);
                         }
-                        for c in head.end..run.end {
-                            let predicted = p[c].wrapping_add(cur[c - s]).wrapping_sub(p[c - s]);
-                            cur.push(M::restore(r[c], predicted));
-                        }
+                        recur(seg, s, |i, left| {
+                            M::restore(res[i], p[i].wrapping_add(left).wrapping_sub(p[i - s]))
+                        });
                     }
                 }
                 Some(p) => cur.extend(r.iter().zip(p).map(|(&r, &p)| M::restore(r, p))),
