@@ -1,6 +1,6 @@
-"""Markdown table of `cargo bench --bench codec` results: throughput of each variant
-(GB/s of raw data, criterion's median) and as a fraction of the memcpy measured in the
-same run. Usage: python3 scripts/crit_table.py [target/criterion]"""
+"""Markdown tables of `cargo bench --bench codec` (and `--bench coders`) results:
+throughput of each variant or coder (GB/s of raw data, criterion's median) and as a
+fraction of the memcpy measured in the same run. Usage: python3 scripts/crit_table.py [target/criterion]"""
 
 import json
 import pathlib
@@ -19,6 +19,13 @@ for bench in root.glob("*/*/new/benchmark.json"):
 for group in sorted({g for g, _ in results}):
     memcpy = results.get((group, "memcpy"))
     print(f"\n### {group} (memcpy {memcpy:.1f} GB/s)\n")
+    if (group, "encode") in results:
+        # `cargo bench --bench coders`: one coder on one word size.
+        print("| encode | decode |")
+        print("|---|---|")
+        cells = [results.get((group, op)) for op in ("encode", "decode")]
+        print("| " + " | ".join(f"{r:.2f} ({r / memcpy:.3f})" if r else "-" for r in cells) + " |")
+        continue
     print("| variant | compress 1 thread | compress 2 threads | decompress 1 thread | decompress 2 threads |")
     print("|---|---|---|---|---|")
     variants = sorted({f.split("/")[0] for g, f in results if g == group and "+" in f},

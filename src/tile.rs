@@ -518,3 +518,50 @@ fn restore_with<T: Word, M: MapOp>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile(planes: usize, rows: usize) -> Tile {
+        Tile {
+            plane0: 3,
+            plane1: 3 + planes,
+            row0: 10,
+            row1: 10 + rows,
+            col0: 5,
+            col1: 900,
+        }
+    }
+
+    #[test]
+    fn deep_tiles_are_sampled_over_their_middle_rows() {
+        // Fast mode: 4096 words over 8 segments of 64 columns is 8 rows; at least 16.
+        assert_eq!(sample_rows(&tile(1, 8), 64), tile(1, 8));
+        assert_eq!(sample_rows(&tile(4, 8), 64), tile(2, 8));
+        let deep = sample_rows(&tile(1, 128), 64);
+        assert_eq!((deep.row0, deep.row1), (10 + 56, 10 + 72));
+        // Archive mode samples 8-column segments: 64 rows.
+        let deep = sample_rows(&tile(3, 128), 8);
+        assert_eq!((deep.row0, deep.row1, deep.plane1), (10 + 32, 10 + 96, 4));
+        assert_eq!((deep.col0, deep.col1), (5, 900));
+    }
+
+    #[test]
+    fn recurrences_of_every_stride_match_the_plain_loop() {
+        for s in 1..=5 {
+            for len in 0..40 {
+                let residuals: Vec<u32> = (0..len as u32)
+                    .map(|i| i.wrapping_mul(2_654_435_761))
+                    .collect();
+                let mut fast = residuals.clone();
+                recur(&mut fast, s, |i, left| residuals[i] ^ left.rotate_left(3));
+                let mut plain = residuals.clone();
+                for i in s..len {
+                    plain[i] = residuals[i] ^ plain[i - s].rotate_left(3);
+                }
+                assert_eq!(fast, plain, "stride {s}, length {len}");
+            }
+        }
+    }
+}

@@ -185,4 +185,20 @@ mod tests {
         assert_eq!(0xffu8.shr_or_zero(8), 0);
         assert_eq!(u32::MAX.shr_or_zero(8), 0x00ff_ffff);
     }
+
+    #[test]
+    fn scratch_is_reused_per_thread_and_fresh_when_nested() {
+        u32::with_scratch(|buffer| {
+            buffer.clear();
+            buffer.extend([1, 2, 3]);
+        });
+        u32::with_scratch(|buffer| {
+            assert_eq!(buffer[..], [1, 2, 3]);
+            u32::with_scratch(|inner| assert!(inner.is_empty()));
+        });
+        std::thread::spawn(|| u32::with_scratch(|buffer| assert!(buffer.is_empty())))
+            .join()
+            .unwrap();
+        u64::with_scratch(|buffer| assert!(buffer.is_empty()));
+    }
 }
