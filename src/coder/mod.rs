@@ -8,6 +8,7 @@ pub mod ctxhuff;
 pub mod dict;
 pub mod huffman;
 pub mod lzb;
+pub mod packing_avx2;
 pub mod patched;
 pub mod rans;
 pub mod rice;

@@ -47,6 +47,7 @@
 //! trailing bytes and nonzero padding bits.
 
 use crate::coder::bitio::load_u64;
+use crate::coder::packing_avx2;
 use crate::word::Word;
 
 /// Values per group (one width each).
@@ -305,10 +306,15 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+    decode_with(input, out, T::BITS == 32 && packing_avx2::available())
+}
+
+/// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without.
+fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: bool) -> Result<(), String> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
     for (g, group) in out.chunks_mut(GROUP).enumerate() {
-        pos = decode_group(input, pos, group, &mut padded)
+        pos = decode_group(input, pos, group, &mut padded, simd)
             .map_err(|e| format!("{e} in group {g}"))?;
     }
     if pos != input.len() {
@@ -328,6 +334,7 @@ fn decode_group<T: Word>(
     pos: usize,
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+    simd: bool,
 ) -> Result<usize, String> {
     let truncated = || "patched: stream truncated".to_string();
     let &h = input.get(pos).ok_or_else(truncated)?;
@@ -336,11 +343,11 @@ fn decode_group<T: Word>(
         return Err(format!("patched: width {b} for {}-bit words", T::BITS));
     }
     if h & HAS_EXCEPTIONS == 0 {
-        return unpack_field(input, pos + 1, b, group, padded);
+        return unpack_field(input, pos + 1, b, group, padded, simd);
     }
     let &e_byte = input.get(pos + 1).ok_or_else(truncated)?;
-    let at = unpack_field(input, pos + 2, b, group, padded)?;
-    patch(input, at, b, e_byte, group, padded)
+    let at = unpack_field(input, pos + 2, b, group, padded, simd)?;
+    patch(input, at, b, e_byte, group, padded, simd)
 }
 
 /// Unpacks `out.len()` fields of `width` bits from byte `at` of `input`; the position
@@ -352,6 +359,7 @@ fn unpack_field<T: Word>(
     width: u32,
     out: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+    simd: bool,
 ) -> Result<usize, String> {
     let bits = out.len() * width as usize;
     let end = at + bits.div_ceil(8);
@@ -361,7 +369,9 @@ fn unpack_field<T: Word>(
     if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
-    if at + (GROUP * width as usize).div_ceil(8) + SLACK <= input.len() {
+    if let Some(words) = simd_group(out, simd, width, input.len() - at) {
+        packing_avx2::unpack(&input[at..], width, words);
+    } else if at + (GROUP * width as usize).div_ceil(8) + SLACK <= input.len() {
         unpack_dispatch(&input[at..], width, out);
     } else {
         // The end of the stream: unpack from a zero-padded copy.
@@ -382,6 +392,7 @@ fn patch<T: Word>(
     e_byte: u8,
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
+    simd: bool,
 ) -> Result<usize, String> {
     let m = group.len();
     let e = u32::from(e_byte & !LIST);
@@ -427,6 +438,29 @@ fn patch<T: Word>(
         return Err("patched: nonzero padding bits".to_string());
     }
     let start = at + used;
+    let k = bitmap.count_ones() as usize;
+    if let Some(words) = simd_group(group, simd, e, input.len() - start) {
+        // Unpack a whole group's worth of high parts (only the first `k` are this
+        // group's), check them, and move them to their positions.
+        let end = start + (k * e as usize).div_ceil(8);
+        if end > input.len() {
+            return Err("patched: stream truncated".to_string());
+        }
+        check_padding(input, end, k * e as usize)?;
+        let mut highs = [0u32; GROUP];
+        packing_avx2::unpack(&input[start..], e, &mut highs);
+        let all = highs[..k].iter().fold(0, |a, &h| a | h);
+        if highs[..k].contains(&0) {
+            return Err("patched: an exception without high bits".to_string());
+        }
+        if all.bit_length() != e {
+            return Err(format!(
+                "patched: exception width {e} wider than its values"
+            ));
+        }
+        packing_avx2::expand_or(&highs, bitmap as u32, b, words);
+        return Ok(end);
+    }
     let (all, empty, end) = match <&mut [T; GROUP]>::try_from(&mut *group) {
         Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
             // Common case: unpack each high part straight into its value.
@@ -436,9 +470,8 @@ fn patch<T: Word>(
             (all, empty, end)
         }
         _ => {
-            let k = bitmap.count_ones() as usize;
             let mut highs = [T::default(); GROUP];
-            let end = unpack_field(input, start, e, &mut highs[..k], padded)?;
+            let end = unpack_field(input, start, e, &mut highs[..k], padded, false)?;
             let mut rest = bitmap;
             let mut all = 0;
             let mut empty = false;
@@ -463,6 +496,23 @@ fn patch<T: Word>(
         ));
     }
     Ok(end)
+}
+
+/// `group` as 32-bit words, when the AVX2 kernels may decode it: `simd` (32-bit words
+/// on a CPU with AVX2), a whole group, a width the kernels handle and `available` bytes
+/// covering what they read.
+#[inline(always)]
+fn simd_group<T: Word>(
+    group: &mut [T],
+    simd: bool,
+    width: u32,
+    available: usize,
+) -> Option<&mut [u32; GROUP]> {
+    if !simd || width == 0 || packing_avx2::unpack_reads(width) > available {
+        return None;
+    }
+    let full: &mut [T; GROUP] = group.try_into().ok()?;
+    (full as &mut dyn std::any::Any).downcast_mut::<[u32; GROUP]>()
 }
 
 /// Checks that the bits of the byte ending a field of `bits` bits at `end` (exclusive)
@@ -695,6 +745,42 @@ mod tests {
         for b in 0..=21u32 {
             let k = values.iter().filter(|v| v.bit_length() > b).count();
             assert!(group_bits(32, b, k, 21 - b) >= c.bits, "width {b}");
+        }
+    }
+
+    #[test]
+    fn simd_and_portable_decoders_agree_on_valid_and_corrupt_input() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(17);
+        for round in 0..300 {
+            let n = rng.gen_range(1..400);
+            let bits = rng.gen_range(0..=32);
+            let values: Vec<u32> = testing::laplace(&mut rng, n, bits)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v): (usize, u32)| if i % 5 == round % 5 { 0 } else { v })
+                .collect();
+            let mut coded = Vec::new();
+            encode(&values, &mut coded);
+            let mut corrupt = coded.clone();
+            if !corrupt.is_empty() {
+                let at = rng.gen_range(0..corrupt.len());
+                corrupt[at] ^= 1 << rng.gen_range(0..8);
+            }
+            for input in [&coded, &corrupt] {
+                let mut portable = vec![u32::MAX; n];
+                let mut simd = vec![u32::MAX; n];
+                let a = decode_with(input, &mut portable, false);
+                let b = decode_with(input, &mut simd, packing_avx2::available());
+                assert_eq!(a, b);
+                if a.is_ok() {
+                    assert_eq!(portable, simd);
+                }
+            }
+            let mut back = vec![0u32; n];
+            decode_with(&coded, &mut back, false).unwrap();
+            assert_eq!(back, values);
         }
     }
 
