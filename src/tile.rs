@@ -186,7 +186,7 @@ fn choose<T: Word>(
     }
     let cols = tile.col1 - tile.col0;
     let least = if candidates.greedy { 8 } else { 64 };
-    // Deep tiles are sampled over their first rows only (of their first planes), so the
+    // Deep tiles are sampled over their middle rows only (of their first planes), so the
     // sample stays near SAMPLE_WORDS however many time steps a tile holds.
     let sample = sample_rows(tile, least);
     let rows = (sample.row1 - sample.row0) * (sample.plane1 - sample.plane0);
@@ -237,7 +237,8 @@ const SAMPLE_MIN_ROWS: usize = 16;
 
 /// The part of `tile` a coding's sample covers: all of it unless it has more rows than
 /// [`SAMPLE_WORDS`] spreads over [`SAMPLE_SEGMENTS`] segments of `least` columns
-/// (at least [`SAMPLE_MIN_ROWS`] of them), then its first rows and planes.
+/// (at least [`SAMPLE_MIN_ROWS`] of them), then as many of its middle rows, in its first
+/// planes.
 fn sample_rows(tile: &Tile, least: usize) -> Tile {
     let budget = (SAMPLE_WORDS / SAMPLE_SEGMENTS / least).max(SAMPLE_MIN_ROWS);
     let rows = (tile.row1 - tile.row0).min(budget);
