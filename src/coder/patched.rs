@@ -65,6 +65,36 @@ const SLACK: usize = 16;
 /// Bytes of a group's low bits at the widest width.
 const MAX_LOW_BYTES: usize = GROUP * 64 / 8;
 
+/// `$body` with `$k` bound to `$width` (1 to 64) as a literal: one copy of the body per
+/// width, so the shifts and offsets in it are constants. Widths above 32 get copies
+/// only for words wider than 32 bits.
+macro_rules! by_width {
+    ($bits:expr, $width:expr, $k:ident => $body:expr) => {
+        if $bits <= 32 {
+            by_width!(@arms $width, $k => $body;
+                1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+                30 31 32)
+        } else {
+            by_width!(@arms $width, $k => $body;
+                1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55
+                56 57 58 59 60 61 62 63 64)
+        }
+    };
+    (@arms $width:expr, $k:ident => $body:expr; $($n:literal)*) => {
+        match $width {
+            $($n => {
+                let $k: u32 = $n;
+                $body
+            })*
+            other => {
+                let $k: u32 = other;
+                $body
+            }
+        }
+    };
+}
+
 /// One group's layout as the encoder chose it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Choice {
@@ -240,22 +270,10 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
 /// they take, `ceil(len * b / 8)` (up to 8 bytes after them may be overwritten).
 #[inline(always)]
 fn pack_dispatch<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
-    // One copy of the packing loop per width, so shifts and offsets are constants.
-    macro_rules! widths {
-        ($($k:literal)*) => {
-            match b {
-                0 => 0,
-                $($k => pack::<T>(group, $k, buf),)*
-                _ => pack::<T>(group, b, buf),
-            }
-        };
+    if b == 0 {
+        return 0;
     }
-    if T::BITS <= 32 {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
-    } else {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
-    }
+    by_width!(T::BITS, b, k => pack::<T>(group, k, buf))
 }
 
 #[inline(always)]
@@ -537,20 +555,7 @@ fn scatter_dispatch<T: Word>(
     bitmap: u64,
     group: &mut [T; GROUP],
 ) -> (u64, bool) {
-    macro_rules! widths {
-        ($($k:literal)*) => {
-            match e {
-                $($k => scatter::<T>(src, $k, b, bitmap, group),)*
-                _ => scatter::<T>(src, e, b, bitmap, group),
-            }
-        };
-    }
-    if T::BITS <= 32 {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
-    } else {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
-    }
+    by_width!(T::BITS, e, k => scatter::<T>(src, k, b, bitmap, group))
 }
 
 #[inline(always)]
@@ -570,17 +575,7 @@ fn scatter<T: Word>(
         if rest == 0 {
             break;
         }
-        let bit = j * e as usize;
-        let at = bit / 8;
-        let shift = (bit % 8) as u32;
-        let word = if T::BITS <= 32 {
-            let bytes: [u8; 8] = src[at..at + 8].try_into().expect("8 bytes");
-            u64::from_le_bytes(bytes) >> shift
-        } else {
-            let bytes: [u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
-            (u128::from_le_bytes(bytes) >> shift) as u64
-        };
-        let high = word & mask;
+        let high = fixed_field::<T>(src, j, e) & mask;
         all |= high;
         empty |= high == 0;
         let v = &mut group[rest.trailing_zeros() as usize % GROUP];
@@ -607,21 +602,11 @@ fn bits_at(field: &[u8], at: usize, n: u32) -> u64 {
 /// at least [`SLACK`] bytes more than a full group's packed bits.
 #[inline(always)]
 fn unpack_dispatch<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
-    macro_rules! widths {
-        ($($k:literal)*) => {
-            match b {
-                0 => group.fill(T::default()),
-                $($k => unpack::<T>(src, $k, group),)*
-                _ => unpack::<T>(src, b, group),
-            }
-        };
+    if b == 0 {
+        group.fill(T::default());
+        return;
     }
-    if T::BITS <= 32 {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
-    } else {
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-            33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
-    }
+    by_width!(T::BITS, b, k => unpack::<T>(src, k, group))
 }
 
 #[inline(always)]
@@ -630,17 +615,23 @@ fn unpack<T: Word>(src: &[u8], b: u32, group: &mut [T]) {
     // A full group's worth, so every offset below is provably in bounds.
     let src = &src[..(GROUP * b as usize).div_ceil(8) + SLACK];
     for (i, v) in group.iter_mut().enumerate().take(GROUP) {
-        let bit = i * b as usize;
-        let at = bit / 8;
-        let shift = (bit % 8) as u32;
-        let word = if T::BITS <= 32 {
-            let bytes: [u8; 8] = src[at..at + 8].try_into().expect("8 bytes");
-            u64::from_le_bytes(bytes) >> shift
-        } else {
-            let bytes: [u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
-            (u128::from_le_bytes(bytes) >> shift) as u64
-        };
-        *v = T::from_u64(word & mask);
+        *v = T::from_u64(fixed_field::<T>(src, i, b) & mask);
+    }
+}
+
+/// Field `index` of `width` bits packed from the start of `src`, and the bits after it
+/// (mask them off): one unaligned 8-byte load for words of up to 32 bits, 16 bytes for
+/// wider ones, so `src` needs that many bytes from the field's first.
+#[inline(always)]
+fn fixed_field<T: Word>(src: &[u8], index: usize, width: u32) -> u64 {
+    let bit = index * width as usize;
+    let (at, shift) = (bit / 8, (bit % 8) as u32);
+    if T::BITS <= 32 {
+        let bytes: [u8; 8] = src[at..at + 8].try_into().expect("8 bytes");
+        u64::from_le_bytes(bytes) >> shift
+    } else {
+        let bytes: [u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
+        (u128::from_le_bytes(bytes) >> shift) as u64
     }
 }
 
