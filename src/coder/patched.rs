@@ -457,50 +457,41 @@ fn patch<T: Word>(
     }
     let start = at + used;
     let k = bitmap.count_ones() as usize;
-    if let Some(words) = simd_group(group, simd, e, input.len() - start) {
+    let (all, empty, end) = if let Some(words) = simd_group(group, simd, e, input.len() - start) {
         // Unpack a whole group's worth of high parts (only the first `k` are this
-        // group's), check them, and move them to their positions.
+        // group's) and move them to their positions.
         let end = start + (k * e as usize).div_ceil(8);
-        if end > input.len() {
-            return Err("patched: stream truncated".to_string());
-        }
         check_padding(input, end, k * e as usize)?;
         let mut highs = [0u32; GROUP];
         packing_avx2::unpack(&input[start..], e, &mut highs);
-        let all = highs[..k].iter().fold(0, |a, &h| a | h);
-        if highs[..k].contains(&0) {
-            return Err("patched: an exception without high bits".to_string());
-        }
-        if all.bit_length() != e {
-            return Err(format!(
-                "patched: exception width {e} wider than its values"
-            ));
-        }
         packing_avx2::expand_or(&highs, bitmap as u32, b, words);
-        return Ok(end);
-    }
-    let (all, empty, end) = match <&mut [T; GROUP]>::try_from(&mut *group) {
-        Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
-            // Common case: unpack each high part straight into its value.
-            let end = start + (bitmap.count_ones() as usize * e as usize).div_ceil(8);
-            check_padding(input, end, bitmap.count_ones() as usize * e as usize)?;
-            let (all, empty) = scatter_dispatch(&input[start..], e, b, bitmap, full);
-            (all, empty, end)
-        }
-        _ => {
-            let mut highs = [T::default(); GROUP];
-            let end = unpack_field(input, start, e, &mut highs[..k], padded, false)?;
-            let mut rest = bitmap;
-            let mut all = 0;
-            let mut empty = false;
-            for &high in &highs[..k] {
-                all |= high.to_u64();
-                empty |= high == T::default();
-                let v = &mut group[rest.trailing_zeros() as usize];
-                *v = T::from_u64(v.to_u64() | high.to_u64() << b);
-                rest &= rest - 1;
+        let highs = &highs[..k];
+        let all = highs.iter().fold(0, |a, &h| a | h);
+        (u64::from(all), highs.contains(&0), end)
+    } else {
+        match <&mut [T; GROUP]>::try_from(&mut *group) {
+            Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
+                // Common case: unpack each high part straight into its value.
+                let end = start + (k * e as usize).div_ceil(8);
+                check_padding(input, end, k * e as usize)?;
+                let (all, empty) = scatter_dispatch(&input[start..], e, b, bitmap, full);
+                (all, empty, end)
             }
-            (all, empty, end)
+            _ => {
+                let mut highs = [T::default(); GROUP];
+                let end = unpack_field(input, start, e, &mut highs[..k], padded, false)?;
+                let mut rest = bitmap;
+                let mut all = 0;
+                let mut empty = false;
+                for &high in &highs[..k] {
+                    all |= high.to_u64();
+                    empty |= high == T::default();
+                    let v = &mut group[rest.trailing_zeros() as usize];
+                    *v = T::from_u64(v.to_u64() | high.to_u64() << b);
+                    rest &= rest - 1;
+                }
+                (all, empty, end)
+            }
         }
     };
     if empty {
