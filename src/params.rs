@@ -88,12 +88,10 @@ pub struct Candidates {
     /// Choose the predictor and map first, then the head, instead of estimating
     /// every combination.
     pub greedy: bool,
-    /// Also try seed 003's value dictionary on the tile's words as they are, and keep
-    /// it when smaller (archive mode with no coder requested).
-    pub try_dictionary: bool,
-    /// Also code the chosen residuals with fast mode's patched packing, and keep it
-    /// when smaller than the entropy coder (tiny tiles, where tables do not pay).
-    pub try_patched: bool,
+    /// Also try, and keep when smaller, fast mode's patched packing of the chosen
+    /// residuals (tiny tiles, where entropy tables do not pay) and seed 003's value
+    /// dictionary on the tile's words as they are (archive mode with no coder requested).
+    pub try_alternatives: bool,
 }
 
 impl Candidates {
@@ -204,8 +202,7 @@ impl Params {
             heads,
             coder,
             greedy: archive,
-            try_dictionary: archive && self.coder.is_none(),
-            try_patched: archive && self.coder.is_none(),
+            try_alternatives: archive && self.coder.is_none(),
         }
     }
 

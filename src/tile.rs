@@ -112,7 +112,7 @@ pub fn encode_tile<T: Word>(
     let out = T::with_scratch(|chosen| {
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
         let out = encode_with(coding, chosen, dims);
-        if candidates.try_patched {
+        if candidates.try_alternatives {
             // The patched estimate is exact.
             let bits = Coder::Patched.estimate_bits(chosen, dims);
             if (TILE_HEADER_LEN as u64) + bits / 8 < out.len() as u64 {
@@ -125,7 +125,7 @@ pub fn encode_tile<T: Word>(
         }
         out
     });
-    if !candidates.try_dictionary {
+    if !candidates.try_alternatives {
         return out;
     }
     // Seed 003: the words themselves as dictionary symbols, when there are few.
