@@ -1,9 +1,11 @@
-//! AVX2 kernels of the patched-packing decoder for 32-bit words: unpacking a group of 32
-//! fixed-width fields, and expanding packed exception high parts to their positions.
+//! AVX2 kernels of patched packing for groups of 32 32-bit words. For the decoder:
+//! unpacking 32 fixed-width fields, and expanding packed exception high parts to their
+//! positions. For the encoder: surveying a group's bit lengths (how many values each
+//! width leaves as exceptions), and locating and gathering the exceptions' high parts.
 //!
-//! Both produce exactly what the portable loops in [`super::patched`] produce (tests
-//! compare them for every width); the decoder uses them when the CPU has AVX2 (detected
-//! at run time) and the group is whole, with the input's slack bytes available.
+//! Each produces exactly what the portable loops in [`super::patched`] produce (tests
+//! compare them); the coder uses them when the CPU has AVX2 (detected at run time) and
+//! the group is whole (for the decoder, with the input's slack bytes available).
 
 use once_cell::sync::Lazy;
 
@@ -15,11 +17,11 @@ pub fn unpack_reads(width: u32) -> usize {
     (GROUP * width as usize).div_ceil(8) + 16
 }
 
-/// Whether the CPU runs these kernels.
+/// Whether the CPU runs these kernels (AVX2, and POPCNT for the encoder's).
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx2")
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -119,11 +121,172 @@ pub fn expand_or(high: &[u32; GROUP], bitmap: u32, shift: u32, out: &mut [u32; G
     }
 }
 
+/// `finish(above, widest)`, where `widest` is the bit length of the widest of `values`
+/// and `above[b]` how many values are longer than `b` bits, for each `b < widest` (the
+/// rest of `above` is zero). `finish` is compiled with AVX2 enabled when inlined (keep
+/// it small and `#[inline(always)]`). Call only when [`available`].
+pub fn survey_then<R>(values: &[u32; GROUP], finish: impl FnOnce(&[u32; 64], u32) -> R) -> R {
+    assert!(available());
+    // SAFETY: AVX2 and POPCNT (which every AVX2 CPU has) are present (asserted above);
+    // the kernel reads `values` and writes its own array within their lengths.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        x86::survey_then(values, finish)
+    }
+}
+
+/// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and their
+/// high parts `value >> b` in position order at the start of `high` (the rest of `high`
+/// is unspecified). Call only when [`available`].
+pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+    assert!(b < 32);
+    assert!(available());
+    // SAFETY: AVX2 and POPCNT are present (asserted above); the kernel reads `values`
+    // and writes `high` within their 32 values (see `x86::gather_longer`).
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        x86::gather_longer(values, b, high)
+    }
+}
+
+/// For each 8-bit mask, the lanes of its set bits in order, then zeros: the `vpermd`
+/// control that packs a vector's selected lanes to its front.
+static COMPACT: Lazy<Vec<[u32; 8]>> = Lazy::new(|| {
+    (0..256u32)
+        .map(|m| {
+            let mut lanes = [0u32; 8];
+            let set = (0..8).filter(|lane| m >> lane & 1 == 1);
+            for (slot, lane) in lanes.iter_mut().zip(set) {
+                *slot = lane;
+            }
+            lanes
+        })
+        .collect()
+});
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{EXPAND, GROUP, STEPS};
+    use super::{COMPACT, EXPAND, GROUP, STEPS};
+
+    /// The group's 32 values as four vectors.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn load_group(values: &[u32; GROUP]) -> [__m256i; 4] {
+        let p = values.as_ptr();
+        // SAFETY: `values` holds 32 values; vector `j` reads values 8 * j..+8.
+        unsafe {
+            [
+                _mm256_loadu_si256(p.cast()),
+                _mm256_loadu_si256(p.add(8).cast()),
+                _mm256_loadu_si256(p.add(16).cast()),
+                _mm256_loadu_si256(p.add(24).cast()),
+            ]
+        }
+    }
+
+    /// The bit length of each lane of `v` (0 to 32).
+    ///
+    /// Keeping only the set bits whose next higher bit is clear leaves the highest set
+    /// bit and no two adjacent ones, a value that converts to a float without rounding
+    /// up to the next power of two, so the float's exponent is the highest bit's index.
+    /// Lanes with bit 31 set (negative as integers) are 32 by the final maximum.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn bit_lengths(v: __m256i) -> __m256i {
+        let sparse = _mm256_andnot_si256(_mm256_srli_epi32(v, 1), v);
+        let float = _mm256_castps_si256(_mm256_cvtepi32_ps(sparse));
+        let exponent = _mm256_and_si256(_mm256_srli_epi32(float, 23), _mm256_set1_epi32(0xff));
+        let length = _mm256_max_epi32(
+            _mm256_sub_epi32(exponent, _mm256_set1_epi32(126)),
+            _mm256_setzero_si256(),
+        );
+        _mm256_max_epi32(
+            length,
+            _mm256_and_si256(_mm256_srai_epi32(v, 31), _mm256_set1_epi32(32)),
+        )
+    }
+
+    /// # Safety
+    ///
+    /// AVX2 and POPCNT must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn survey_then<R>(
+        values: &[u32; GROUP],
+        finish: impl FnOnce(&[u32; 64], u32) -> R,
+    ) -> R {
+        let mut above = [0u32; 64];
+        let widest = survey(values, &mut above);
+        finish(&above, widest)
+    }
+
+    /// # Safety
+    ///
+    /// AVX2 and POPCNT must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    unsafe fn survey(values: &[u32; GROUP], above: &mut [u32; 64]) -> u32 {
+        let v = load_group(values);
+        let any = _mm256_or_si256(_mm256_or_si256(v[0], v[1]), _mm256_or_si256(v[2], v[3]));
+        let any = _mm_or_si128(
+            _mm256_castsi256_si128(any),
+            _mm256_extracti128_si256(any, 1),
+        );
+        let any = _mm_or_si128(any, _mm_shuffle_epi32(any, 0b00_00_11_10));
+        let any = _mm_or_si128(any, _mm_shuffle_epi32(any, 0b00_00_00_01));
+        let widest = 32 - (_mm_cvtsi128_si32(any) as u32).leading_zeros();
+        if widest == 0 {
+            return 0;
+        }
+        // The 32 lengths as bytes (in an order of their own: only counts matter here).
+        let lengths = _mm256_packs_epi16(
+            _mm256_packs_epi32(bit_lengths(v[0]), bit_lengths(v[1])),
+            _mm256_packs_epi32(bit_lengths(v[2]), bit_lengths(v[3])),
+        );
+        let mut width = _mm256_setzero_si256();
+        for count in above.iter_mut().take(widest as usize) {
+            let longer = _mm256_movemask_epi8(_mm256_cmpgt_epi8(lengths, width)) as u32;
+            *count = longer.count_ones();
+            width = _mm256_add_epi8(width, _mm256_set1_epi8(1));
+        }
+        widest
+    }
+
+    /// # Safety
+    ///
+    /// AVX2 and POPCNT must be present and `b < 32`. Reads `values[..32]`; the store of
+    /// vector `j`'s high parts starts at the count of those before it (at most 24) and
+    /// writes 8 values, within `high`.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        let count = _mm_cvtsi32_si128(b as i32);
+        let mut bitmap = 0u32;
+        let mut next = 0usize;
+        for (j, v) in load_group(values).into_iter().enumerate() {
+            let shifted = _mm256_srl_epi32(v, count);
+            let zero = _mm256_cmpeq_epi32(shifted, _mm256_setzero_si256());
+            let mask = !(_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32) & 0xff;
+            // SAFETY: `COMPACT` rows hold 8 lanes; `next` counts the set bits of the
+            // masks of earlier vectors, at most 8 * j <= 24, so the store stays in `high`.
+            unsafe {
+                let control = _mm256_loadu_si256(COMPACT[mask as usize].as_ptr().cast());
+                let packed = _mm256_permutevar8x32_epi32(shifted, control);
+                _mm256_storeu_si256(high.as_mut_ptr().add(next).cast(), packed);
+            }
+            bitmap |= mask << (8 * j);
+            next += mask.count_ones() as usize;
+        }
+        bitmap
+    }
 
     /// # Safety
     ///
@@ -241,6 +404,62 @@ mod tests {
             let mut out = [0u32; GROUP];
             unpack(&src, width, &mut out);
             assert_eq!(out, fields, "width {width}");
+        }
+    }
+
+    /// Groups with lengths 0 to 32 in every lane, zeros, and the top bit set.
+    fn encoder_groups() -> Vec<[u32; GROUP]> {
+        let mut groups = vec![[0u32; GROUP], [u32::MAX; GROUP], [0x8000_0000; GROUP]];
+        for shift in 0..33u32 {
+            groups.push(std::array::from_fn(|i| {
+                let v = (i as u32 + 7).wrapping_mul(0x9E37_79B9).rotate_left(shift);
+                v.checked_shr(i as u32 % 33).unwrap_or(0) | u32::from(i == 5) << (shift % 32)
+            }));
+            groups.push(std::array::from_fn(|i| {
+                u32::MAX
+                    .checked_shr(32 - ((i as u32 + shift) % 33))
+                    .unwrap_or(0)
+            }));
+        }
+        groups
+    }
+
+    fn bit_length(v: u32) -> u32 {
+        32 - v.leading_zeros()
+    }
+
+    #[test]
+    fn survey_counts_the_values_longer_than_each_width() {
+        if !available() {
+            return;
+        }
+        for values in encoder_groups() {
+            let (above, widest) = survey_then(&values, |above, widest| (*above, widest));
+            let expected = values.iter().map(|&v| bit_length(v)).max().unwrap();
+            assert_eq!(widest, expected, "{values:x?}");
+            for (b, &count) in above.iter().enumerate() {
+                let longer = values.iter().filter(|&&v| bit_length(v) > b as u32).count();
+                let longer = if b < widest as usize { longer } else { 0 };
+                assert_eq!(count as usize, longer, "width {b} of {values:x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn gathers_the_high_parts_of_longer_values_in_order() {
+        if !available() {
+            return;
+        }
+        for values in encoder_groups() {
+            for b in 0..32 {
+                let mut high = [0u32; GROUP];
+                let bitmap = gather_longer(&values, b, &mut high);
+                let longer: Vec<usize> = (0..GROUP).filter(|&i| values[i] >> b != 0).collect();
+                let expected = longer.iter().fold(0u32, |m, &i| m | 1 << i);
+                assert_eq!(bitmap, expected, "width {b}");
+                let highs: Vec<u32> = longer.iter().map(|&i| values[i] >> b).collect();
+                assert_eq!(high[..highs.len()], highs[..], "width {b}");
+            }
         }
     }
 

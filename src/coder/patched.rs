@@ -139,14 +139,27 @@ fn group_bits(m: usize, b: u32, k: usize, e: u32) -> u32 {
     }
 }
 
-/// The smallest layout of `group` (1 to 32 values).
+/// The smallest layout of `group` (1 to 32 values); `simd`: survey whole groups of
+/// 32-bit words with the AVX2 kernel.
 #[inline(always)]
-fn choose<T: Word>(group: &[T]) -> Choice {
+fn choose<T: Word>(group: &[T], simd: bool) -> Choice {
     let m = group.len();
-    let widest = group
-        .iter()
-        .fold(T::default(), |acc, &v| acc | v)
-        .bit_length();
+    match simd_words(group, simd) {
+        Some(words) => {
+            packing_avx2::survey_then(words, |above, widest| smallest::<u32>(above, widest, m))
+        }
+        None => {
+            let mut above = [0u32; 64];
+            let widest = survey(group, &mut above);
+            smallest::<T>(&above, widest, m)
+        }
+    }
+}
+
+/// The smallest layout of a group of `m` values whose widest has `widest` bits, where
+/// `above[b]` values are longer than `b` bits for each `b < widest`.
+#[inline(always)]
+fn smallest<T: Word>(above: &[u32; 64], widest: u32, m: usize) -> Choice {
     let best = Choice {
         b: widest,
         e: 0,
@@ -156,35 +169,29 @@ fn choose<T: Word>(group: &[T]) -> Choice {
     if widest == 0 {
         return best;
     }
-    // Histogram of bit lengths (two, to shorten store-to-load chains): how many values
-    // each narrower width leaves as exceptions.
-    let mut counts = [[0u8; 65]; 2];
-    for pair in group.chunks(2) {
-        for (h, &v) in counts.iter_mut().zip(pair) {
-            h[v.bit_length() as usize] += 1;
-        }
-    }
-    // above[b]: the values longer than `b`, the exceptions at width `b < widest`.
-    let top = widest as usize;
-    let mut above = [0u32; 64];
-    let mut longer = 0;
-    for b in (0..top).rev() {
-        longer += u32::from(counts[0][b + 1] + counts[1][b + 1]);
-        above[b] = longer;
-    }
     // Every narrower width, as keys ordering by size then by wider width (computed
-    // without branches, so they vectorise); a width leaving every value an exception
-    // is never the smallest.
+    // for every width without branches, so they vectorise, and the widths from the
+    // widest on masked off); a width leaving every value an exception is never the
+    // smallest.
     let mut keys = [u32::MAX; 64];
     let m32 = m as u32;
-    for (b, (key, &k)) in keys.iter_mut().zip(&above).enumerate().take(top) {
+    for (b, (key, &k)) in keys
+        .iter_mut()
+        .zip(above)
+        .enumerate()
+        .take(T::BITS as usize)
+    {
         let b = b as u32;
         let positions = list_bytes(k).min(m32.div_ceil(8));
-        let bits =
-            16 + (m32 * b).div_ceil(8) * 8 + 8 * positions + (k * (widest - b)).div_ceil(8) * 8;
-        *key = bits << 7 | (127 - b);
+        let high = (k * widest.wrapping_sub(b)).div_ceil(8);
+        let bits = 16 + (m32 * b).div_ceil(8) * 8 + 8 * positions + high * 8;
+        *key = if b < widest {
+            bits << 7 | (127 - b)
+        } else {
+            u32::MAX
+        };
     }
-    let key = keys[..top]
+    let key = keys[..T::BITS as usize]
         .iter()
         .fold(best.bits << 7 | (127 - widest), |a, &k| a.min(k));
     let b = 127 - (key & 127);
@@ -199,20 +206,68 @@ fn choose<T: Word>(group: &[T]) -> Choice {
     }
 }
 
+/// The bit length of the widest of `group`, and for each narrower width `b`, how many
+/// values are longer than `b` bits, in `above[b]` (the rest of `above` left as it is).
+#[inline(always)]
+fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> u32 {
+    let widest = group
+        .iter()
+        .fold(T::default(), |acc, &v| acc | v)
+        .bit_length();
+    if widest == 0 {
+        return 0;
+    }
+    // Histogram of bit lengths (two, to shorten store-to-load chains).
+    let mut counts = [[0u8; 65]; 2];
+    for pair in group.chunks(2) {
+        for (h, &v) in counts.iter_mut().zip(pair) {
+            h[v.bit_length() as usize] += 1;
+        }
+    }
+    let mut longer = 0;
+    for b in (0..widest as usize).rev() {
+        longer += u32::from(counts[0][b + 1] + counts[1][b + 1]);
+        above[b] = longer;
+    }
+    widest
+}
+
+/// `group` as 32-bit words for the AVX2 kernels, when `simd` and it is a whole group of
+/// them.
+#[inline(always)]
+fn simd_words<T: Word>(group: &[T], simd: bool) -> Option<&[u32; GROUP]> {
+    if !simd {
+        return None;
+    }
+    let full: &[T; GROUP] = group.try_into().ok()?;
+    (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()
+}
+
+/// Whether the encoder runs the AVX2 kernels for words of type `T`.
+fn encoder_simd<T: Word>() -> bool {
+    T::BITS == 32 && packing_avx2::available()
+}
+
 /// Appends the patched packing of `values` to `out`.
 ///
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
+    encode_with(values, out, encoder_simd::<T>());
+}
+
+/// [`encode`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
+/// without.
+fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: bool) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
     let mut scratch = [0u8; SCRATCH];
     let mut full = values.chunks_exact(GROUP);
     for group in &mut full {
-        let len = encode_group(group, &mut scratch);
+        let len = encode_group(group, &mut scratch, simd);
         out.extend_from_slice(&scratch[..len]);
     }
     if !full.remainder().is_empty() {
-        let len = encode_group(full.remainder(), &mut scratch);
+        let len = encode_group(full.remainder(), &mut scratch, false);
         out.extend_from_slice(&scratch[..len]);
     }
 }
@@ -224,8 +279,8 @@ const SCRATCH: usize = 2 + MAX_LOW_BYTES + 4 + GROUP * 8 + 16;
 
 /// Codes one group of 1 to 32 values into the start of `buf`; its length.
 #[inline(always)]
-fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
-    let choice = choose(group);
+fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: bool) -> usize {
+    let choice = choose(group, simd);
     let b = choice.b;
     if choice.exceptions == 0 {
         buf[0] = b as u8;
@@ -236,10 +291,18 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
     buf[0] = b as u8 | HAS_EXCEPTIONS;
     buf[1] = choice.e as u8 | if list { LIST } else { 0 };
     let at = 2 + pack_dispatch(group, b, &mut buf[2..]);
-    let mut bitmap = 0u64;
-    for (i, &v) in group.iter().enumerate() {
-        bitmap |= u64::from(v.to_u64() >> b != 0) << i;
-    }
+    // The exceptions' positions, and their high parts gathered in position order.
+    let mut highs = [T::default(); GROUP];
+    let bitmap = match simd_words(group, simd) {
+        Some(words) => {
+            // `simd_words` found `T` to be `u32`.
+            let high = (&mut highs as &mut dyn std::any::Any)
+                .downcast_mut::<[u32; GROUP]>()
+                .expect("32-bit words");
+            u64::from(packing_avx2::gather_longer(words, b, high))
+        }
+        None => gather_longer(group, b, &mut highs),
+    };
     let mut at = at;
     if list {
         let mut field = choice.exceptions as u64;
@@ -256,14 +319,23 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH]) -> usize {
         buf[at..at + 8].copy_from_slice(&bitmap.to_le_bytes());
         at += m.div_ceil(8);
     }
-    // The high parts, gathered in position order, packed at width `e`.
-    let mut highs = [T::default(); GROUP];
+    at + pack_dispatch(&highs[..choice.exceptions], choice.e, &mut buf[at..])
+}
+
+/// The bitmap of the values of `group` longer than `b` bits, and their high parts
+/// `value >> b` in position order at the start of `highs`.
+#[inline(always)]
+fn gather_longer<T: Word>(group: &[T], b: u32, highs: &mut [T; GROUP]) -> u64 {
+    let mut bitmap = 0u64;
+    for (i, &v) in group.iter().enumerate() {
+        bitmap |= u64::from(v.to_u64() >> b != 0) << i;
+    }
     let mut rest = bitmap;
-    for high in highs.iter_mut().take(choice.exceptions) {
+    for high in highs.iter_mut().take(bitmap.count_ones() as usize) {
         *high = T::from_u64(group[rest.trailing_zeros() as usize].to_u64() >> b);
         rest &= rest - 1;
     }
-    at + pack_dispatch(&highs[..choice.exceptions], choice.e, &mut buf[at..])
+    bitmap
 }
 
 /// Writes the low `b` bits of each value of `group` to the start of `buf`; the bytes
@@ -273,7 +345,11 @@ fn pack_dispatch<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
     if b == 0 {
         return 0;
     }
-    by_width!(T::BITS, b, k => pack::<T>(group, k, buf))
+    match <&[T; GROUP]>::try_from(group) {
+        // A whole group: the loop's length is a constant too, so it unrolls.
+        Ok(full) => by_width!(T::BITS, b, k => pack::<T>(full, k, buf)),
+        Err(_) => by_width!(T::BITS, b, k => pack::<T>(group, k, buf)),
+    }
 }
 
 #[inline(always)]
@@ -628,10 +704,11 @@ fn fixed_field<T: Word>(src: &[u8], index: usize, width: u32) -> u64 {
 
 /// Encoded size in bits of `values` (exact, whole bytes per group).
 pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
+    let simd = encoder_simd::<T>();
     let mut full = values.chunks_exact(GROUP);
-    let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g).bits)).sum();
+    let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
     if !full.remainder().is_empty() {
-        bits += u64::from(choose(full.remainder()).bits);
+        bits += u64::from(choose(full.remainder(), false).bits);
     }
     bits
 }
@@ -722,11 +799,45 @@ mod tests {
         let values: Vec<u32> = (0..32)
             .map(|i| if i < 30 { i % 8 } else { 1 << 20 })
             .collect();
-        let c = choose(&values);
+        let c = choose(&values, false);
         assert_eq!((c.b, c.e, c.exceptions), (3, 18, 2));
+        assert_eq!(choose(&values, packing_avx2::available()), c);
         for b in 0..=21u32 {
             let k = values.iter().filter(|v| v.bit_length() > b).count();
             assert!(group_bits(32, b, k, 21 - b) >= c.bits, "width {b}");
+        }
+    }
+
+    #[test]
+    fn simd_and_portable_encoders_write_the_same_bytes() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(29);
+        let simd = packing_avx2::available();
+        for round in 0..400 {
+            let n = rng.gen_range(1..200);
+            let bits = rng.gen_range(0..=32);
+            // Laplace residuals with zeros, outliers of every length (top bit included)
+            // and whole groups of equal lengths.
+            let values: Vec<u32> = testing::laplace(&mut rng, n, bits)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v): (usize, u32)| match (i + round) % 7 {
+                    0 => 0,
+                    1 if round % 3 == 0 => u32::MAX >> rng.gen_range(0..32),
+                    2 if round % 4 == 0 => 1 << rng.gen_range(0..32),
+                    _ if round % 11 == 0 => 0x8000_0000,
+                    _ => v,
+                })
+                .collect();
+            let mut portable = Vec::new();
+            let mut kernels = Vec::new();
+            encode_with(&values, &mut portable, false);
+            encode_with(&values, &mut kernels, simd);
+            assert_eq!(portable, kernels, "round {round}");
+            for group in values.chunks(GROUP) {
+                assert_eq!(choose(group, false), choose(group, simd));
+            }
         }
     }
 
