@@ -96,6 +96,7 @@ static EXPAND: Lazy<Vec<[u32; 8]>> = Lazy::new(|| {
 /// # Panics
 ///
 /// If `src` is shorter or `width` is out of range.
+#[inline]
 pub fn unpack(src: &[u8], width: u32, out: &mut [u32; GROUP]) {
     assert!((1..=32).contains(&width) && src.len() >= unpack_reads(width));
     assert!(available());
@@ -108,9 +109,15 @@ pub fn unpack(src: &[u8], width: u32, out: &mut [u32; GROUP]) {
 }
 
 /// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for the
-/// first `bitmap.count_ones()` values of `high` (the rest are ignored). Call only when
-/// [`available`].
-pub fn expand_or(high: &[u32; GROUP], bitmap: u32, shift: u32, out: &mut [u32; GROUP]) {
+/// first `bitmap.count_ones()` values of `high` (the rest are ignored); the OR of those
+/// values and whether one of them is zero. Call only when [`available`].
+#[inline]
+pub fn expand_or(
+    high: &[u32; GROUP],
+    bitmap: u32,
+    shift: u32,
+    out: &mut [u32; GROUP],
+) -> (u32, bool) {
     assert!(shift < 32);
     assert!(available());
     // SAFETY: AVX2 is present (asserted above); the kernel reads `high` and `out` only
@@ -237,13 +244,7 @@ mod x86 {
     unsafe fn survey(values: &[u32; GROUP], above: &mut [u32; 64]) -> u32 {
         let v = load_group(values);
         let any = _mm256_or_si256(_mm256_or_si256(v[0], v[1]), _mm256_or_si256(v[2], v[3]));
-        let any = _mm_or_si128(
-            _mm256_castsi256_si128(any),
-            _mm256_extracti128_si256(any, 1),
-        );
-        let any = _mm_or_si128(any, _mm_shuffle_epi32(any, 0b00_00_11_10));
-        let any = _mm_or_si128(any, _mm_shuffle_epi32(any, 0b00_00_00_01));
-        let widest = 32 - (_mm_cvtsi128_si32(any) as u32).leading_zeros();
+        let widest = 32 - horizontal_or(any).leading_zeros();
         if widest == 0 {
             return 0;
         }
@@ -334,8 +335,13 @@ mod x86 {
     ///
     /// AVX2 must be present. Reads `high[..32]` (only the first `popcount(bitmap)` values
     /// matter; a load that would start past them is clamped to index 24) and `out[..32]`.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn expand_or(high: &[u32; GROUP], bitmap: u32, shift: u32, out: &mut [u32; GROUP]) {
+    #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn expand_or(
+        high: &[u32; GROUP],
+        bitmap: u32,
+        shift: u32,
+        out: &mut [u32; GROUP],
+    ) -> (u32, bool) {
         let lanes = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
         let count = _mm_cvtsi32_si128(shift as i32);
         let mut next = 0usize;
@@ -362,6 +368,33 @@ mod x86 {
             }
             next += m.count_ones() as usize;
         }
+        // The OR of the first `next` high parts, and whether one is zero.
+        let count = _mm256_set1_epi32(next as i32);
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mut all = _mm256_setzero_si256();
+        let mut zero = _mm256_setzero_si256();
+        for (j, values) in load_group(high).into_iter().enumerate() {
+            let index = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * j as i32));
+            let used = _mm256_cmpgt_epi32(count, index);
+            all = _mm256_or_si256(all, _mm256_and_si256(values, used));
+            let empty = _mm256_cmpeq_epi32(values, _mm256_setzero_si256());
+            zero = _mm256_or_si256(zero, _mm256_and_si256(empty, used));
+        }
+        (horizontal_or(all), _mm256_testz_si256(zero, zero) == 0)
+    }
+
+    /// The OR of the lanes of `v`.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn horizontal_or(v: __m256i) -> u32 {
+        let v = _mm_or_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        let v = _mm_or_si128(v, _mm_shuffle_epi32(v, 0b00_00_11_10));
+        let v = _mm_or_si128(v, _mm_shuffle_epi32(v, 0b00_00_00_01));
+        _mm_cvtsi128_si32(v) as u32
     }
 }
 
@@ -475,18 +508,38 @@ mod tests {
             (0x8000_0001, 31),
             (0xf0f0_1234, 7),
         ] {
-            let high: [u32; GROUP] = std::array::from_fn(|j| j as u32 + 1);
-            let mut out: [u32; GROUP] = std::array::from_fn(|i| i as u32 * 3);
-            let mut expected = out;
-            let mut next = 0;
-            for (i, v) in expected.iter_mut().enumerate() {
-                if bitmap >> i & 1 == 1 {
-                    *v |= high[next] << shift;
-                    next += 1;
+            let k = bitmap.count_ones() as usize;
+            // Nonzero high parts, then with a zero among them (the last or the 5th),
+            // and zeros and a wide value after them, which must not count.
+            for zero_at in [None, k.checked_sub(1), Some(4).filter(|&z| z < k)] {
+                let mut high: [u32; GROUP] = std::array::from_fn(|j| {
+                    if j < k {
+                        (j as u32 + 1) << (j % 5)
+                    } else {
+                        u32::from(j % 2 == 0) << 30
+                    }
+                });
+                if let Some(z) = zero_at {
+                    high[z] = 0;
                 }
+                let mut out: [u32; GROUP] = std::array::from_fn(|i| i as u32 * 3);
+                let mut expected = out;
+                let mut next = 0;
+                for (i, v) in expected.iter_mut().enumerate() {
+                    if bitmap >> i & 1 == 1 {
+                        *v |= high[next] << shift;
+                        next += 1;
+                    }
+                }
+                let all = high[..k].iter().fold(0, |a, &h| a | h);
+                let empty = high[..k].contains(&0);
+                assert_eq!(
+                    expand_or(&high, bitmap, shift, &mut out),
+                    (all, empty),
+                    "bitmap {bitmap:#x}, zero at {zero_at:?}"
+                );
+                assert_eq!(out, expected, "bitmap {bitmap:#x}");
             }
-            expand_or(&high, bitmap, shift, &mut out);
-            assert_eq!(out, expected, "bitmap {bitmap:#x}");
         }
     }
 }

@@ -540,10 +540,8 @@ fn patch<T: Word>(
         check_padding(input, end, k * e as usize)?;
         let mut highs = [0u32; GROUP];
         packing_avx2::unpack(&input[start..], e, &mut highs);
-        packing_avx2::expand_or(&highs, bitmap as u32, b, words);
-        let highs = &highs[..k];
-        let all = highs.iter().fold(0, |a, &h| a | h);
-        (u64::from(all), highs.contains(&0), end)
+        let (all, empty) = packing_avx2::expand_or(&highs, bitmap as u32, b, words);
+        (u64::from(all), empty, end)
     } else {
         match <&mut [T; GROUP]>::try_from(&mut *group) {
             Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
