@@ -146,7 +146,7 @@ fn choose<T: Word>(group: &[T], simd: bool) -> Choice {
     let m = group.len();
     match simd_words(group, simd) {
         Some(words) => {
-            packing_avx2::survey_then(words, |above, widest| smallest::<u32>(above, widest, m))
+            packing_avx2::survey_then(words, |above, widest| smallest::<u32>(above, widest, GROUP))
         }
         None => {
             let mut above = [0u32; 64];
