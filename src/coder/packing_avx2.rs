@@ -143,8 +143,9 @@ pub fn survey_then<R>(values: &[u32; GROUP], finish: impl FnOnce(&[u32; 64], u32
 }
 
 /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and their
-/// high parts `value >> b` in position order at the start of `high` (the rest of `high`
-/// is unspecified). Call only when [`available`].
+/// high parts `value >> b` in position order at the start of `high`, followed by zeros
+/// (where `high` held zeros: pass a zeroed array to get zeros throughout). Call only
+/// when [`available`].
 pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
     assert!(b < 32);
     assert!(available());
@@ -156,12 +157,14 @@ pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> 
     }
 }
 
-/// For each 8-bit mask, the lanes of its set bits in order, then zeros: the `vpermd`
-/// control that packs a vector's selected lanes to its front.
+/// For each 8-bit mask, the lanes of its set bits in order, then a lane of a clear bit
+/// (if any): the `vpermd` control that packs a vector's selected lanes to its front,
+/// followed by copies of an unselected lane (zero in `gather_longer`).
 static COMPACT: Lazy<Vec<[u32; 8]>> = Lazy::new(|| {
     (0..256u32)
         .map(|m| {
-            let mut lanes = [0u32; 8];
+            let clear = (0..8).find(|lane| m >> lane & 1 == 0).unwrap_or(0);
+            let mut lanes = [clear; 8];
             let set = (0..8).filter(|lane| m >> lane & 1 == 1);
             for (slot, lane) in lanes.iter_mut().zip(set) {
                 *slot = lane;
@@ -490,8 +493,9 @@ mod tests {
                 let longer: Vec<usize> = (0..GROUP).filter(|&i| values[i] >> b != 0).collect();
                 let expected = longer.iter().fold(0u32, |m, &i| m | 1 << i);
                 assert_eq!(bitmap, expected, "width {b}");
-                let highs: Vec<u32> = longer.iter().map(|&i| values[i] >> b).collect();
-                assert_eq!(high[..highs.len()], highs[..], "width {b}");
+                let mut highs: Vec<u32> = longer.iter().map(|&i| values[i] >> b).collect();
+                highs.resize(GROUP, 0);
+                assert_eq!(high, highs[..], "width {b}");
             }
         }
     }

@@ -327,7 +327,20 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: bool) -> us
         buf[at..at + 8].copy_from_slice(&bitmap.to_le_bytes());
         at += m.div_ceil(8);
     }
-    at + pack_dispatch(&highs[..choice.exceptions], choice.e, &mut buf[at..])
+    at + pack_highs(&highs, choice.exceptions, choice.e, &mut buf[at..])
+}
+
+/// Writes the first `k` of `highs` (zeros after them) at width `e` to the start of
+/// `buf`; the bytes they take (up to 16 bytes after them may be overwritten).
+#[inline(always)]
+fn pack_highs<T: Word>(highs: &[T; GROUP], k: usize, e: u32, buf: &mut [u8]) -> usize {
+    if T::BITS > 32 {
+        return pack_dispatch(&highs[..k], e, buf);
+    }
+    // Whole blocks of 8: the zeros after the `k`th pad the last byte.
+    let blocks = k.div_ceil(8);
+    by_width!(T::BITS, e, w => pack_blocks::<T>(highs, blocks, w, buf));
+    (k * e as usize).div_ceil(8)
 }
 
 /// The bitmap of the values of `group` longer than `b` bits, and their high parts
@@ -354,11 +367,35 @@ fn pack_dispatch<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
         return 0;
     }
     match <&[T; GROUP]>::try_from(group) {
-        // A whole group of words up to 32 bits: the loop's length is a constant too,
-        // so it unrolls (measured faster; not for wider words, measured slower).
-        Ok(full) if T::BITS <= 32 => by_width!(T::BITS, b, k => pack::<T>(full, k, buf)),
+        Ok(full) if T::BITS <= 32 => {
+            by_width!(T::BITS, b, k => pack_blocks::<T>(full, GROUP / 8, k, buf))
+        }
         _ => by_width!(T::BITS, b, k => pack::<T>(group, k, buf)),
     }
+}
+
+/// [`pack`] for the first `blocks` blocks of 8 values of a group of words of up to 32
+/// bits (`b` bytes each), each built in two 128-bit halves of 4 values with constant
+/// shifts: no branch and no variable shift per value. Up to 16 bytes after the fields
+/// may be overwritten (with zeros).
+#[inline(always)]
+fn pack_blocks<T: Word>(group: &[T; GROUP], blocks: usize, b: u32, buf: &mut [u8]) -> usize {
+    let mask = low_mask(b);
+    // The second half starts at bit 4b: byte `split`, bit `skew` (0 or 4) in it.
+    let (split, skew) = ((4 * b / 8) as usize, 4 * b % 8);
+    for (j, block) in group.chunks_exact(8).enumerate().take(blocks) {
+        let at = j * b as usize;
+        let (mut low, mut high) = (0u128, 0u128);
+        for i in 0..4 {
+            low |= u128::from(block[i].to_u64() & mask) << (i as u32 * b);
+            high |= u128::from(block[4 + i].to_u64() & mask) << (skew + i as u32 * b);
+        }
+        // The byte the halves share takes the first half's bits below the skew.
+        high |= low.checked_shr(8 * split as u32).unwrap_or(0);
+        buf[at..at + 16].copy_from_slice(&low.to_le_bytes());
+        buf[at + split..at + split + 16].copy_from_slice(&high.to_le_bytes());
+    }
+    blocks * b as usize
 }
 
 #[inline(always)]
