@@ -74,20 +74,18 @@ static STEPS: Lazy<Vec<[Step; 2]>> = Lazy::new(|| {
 /// For each 8-bit mask, the ranks of its set bits in lane order (a `vpermd` control
 /// that moves the `j`-th packed value to the lane of the `j`-th set bit); lanes of
 /// clear bits get 0 and are masked off.
-static EXPAND: Lazy<Vec<[u32; 8]>> = Lazy::new(|| {
-    (0..256u32)
-        .map(|m| {
-            let mut ranks = [0u32; 8];
-            let mut next = 0;
-            for (lane, rank) in ranks.iter_mut().enumerate() {
-                if m >> lane & 1 == 1 {
-                    *rank = next;
-                    next += 1;
-                }
+static EXPAND: Lazy<[[u32; 8]; 256]> = Lazy::new(|| {
+    std::array::from_fn(|m| {
+        let mut ranks = [0u32; 8];
+        let mut next = 0;
+        for (lane, rank) in ranks.iter_mut().enumerate() {
+            if m >> lane & 1 == 1 {
+                *rank = next;
+                next += 1;
             }
-            ranks
-        })
-        .collect()
+        }
+        ranks
+    })
 });
 
 /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
@@ -160,18 +158,16 @@ pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> 
 /// For each 8-bit mask, the lanes of its set bits in order, then a lane of a clear bit
 /// (if any): the `vpermd` control that packs a vector's selected lanes to its front,
 /// followed by copies of an unselected lane (zero in `gather_longer`).
-static COMPACT: Lazy<Vec<[u32; 8]>> = Lazy::new(|| {
-    (0..256u32)
-        .map(|m| {
-            let clear = (0..8).find(|lane| m >> lane & 1 == 0).unwrap_or(0);
-            let mut lanes = [clear; 8];
-            let set = (0..8).filter(|lane| m >> lane & 1 == 1);
-            for (slot, lane) in lanes.iter_mut().zip(set) {
-                *slot = lane;
-            }
-            lanes
-        })
-        .collect()
+static COMPACT: Lazy<[[u32; 8]; 256]> = Lazy::new(|| {
+    std::array::from_fn(|m| {
+        let clear = (0..8).find(|lane| m >> lane & 1 == 0).unwrap_or(0);
+        let mut lanes = [clear; 8];
+        let set = (0..8).filter(|lane| m >> lane & 1 == 1);
+        for (slot, lane) in lanes.iter_mut().zip(set) {
+            *slot = lane;
+        }
+        lanes
+    })
 });
 
 #[cfg(target_arch = "x86_64")]
@@ -273,20 +269,21 @@ mod x86 {
     #[target_feature(enable = "avx2,popcnt")]
     pub unsafe fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
         let count = _mm_cvtsi32_si128(b as i32);
+        let compact: &[[u32; 8]; 256] = &COMPACT;
         let mut bitmap = 0u32;
         let mut next = 0usize;
         for (j, v) in load_group(values).into_iter().enumerate() {
             let shifted = _mm256_srl_epi32(v, count);
             let zero = _mm256_cmpeq_epi32(shifted, _mm256_setzero_si256());
-            let mask = !(_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32) & 0xff;
+            let mask = !(_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u8);
             // SAFETY: `COMPACT` rows hold 8 lanes; `next` counts the set bits of the
             // masks of earlier vectors, at most 8 * j <= 24, so the store stays in `high`.
             unsafe {
-                let control = _mm256_loadu_si256(COMPACT[mask as usize].as_ptr().cast());
+                let control = _mm256_loadu_si256(compact[usize::from(mask)].as_ptr().cast());
                 let packed = _mm256_permutevar8x32_epi32(shifted, control);
                 _mm256_storeu_si256(high.as_mut_ptr().add(next).cast(), packed);
             }
-            bitmap |= mask << (8 * j);
+            bitmap |= u32::from(mask) << (8 * j);
             next += mask.count_ones() as usize;
         }
         bitmap
@@ -347,24 +344,28 @@ mod x86 {
     ) -> (u32, bool) {
         let lanes = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
         let count = _mm_cvtsi32_si128(shift as i32);
+        let expand: &[[u32; 8]; 256] = &EXPAND;
         let mut next = 0usize;
+        // Every chunk, even one without exceptions (no branch to mispredict: its patch
+        // is all zeros).
         for chunk in 0..GROUP / 8 {
-            let m = (bitmap >> (8 * chunk)) & 0xff;
-            if m == 0 {
-                continue;
-            }
+            let m = (bitmap >> (8 * chunk)) as u8;
             // The packed values of this chunk start at `next`; a load of 8 from there
             // stays within `high` unless `next > 24`, then it starts at 24 and the ranks
             // are offset.
             let start = next.min(GROUP - 8);
-            let ranks = EXPAND[m as usize].map(|r| r + (next - start) as u32);
-            // SAFETY: `start + 8 <= 32`; `ranks` and `out[8 * chunk..]` hold 8 values.
+            let offset = _mm256_set1_epi32((next - start) as i32);
+            // SAFETY: `start + 8 <= 32`; the table row and `out[8 * chunk..]` hold 8
+            // values.
             unsafe {
                 let values = _mm256_loadu_si256(high.as_ptr().add(start).cast());
-                let control = _mm256_loadu_si256(ranks.as_ptr().cast());
+                let ranks = _mm256_loadu_si256(expand[usize::from(m)].as_ptr().cast());
+                let control = _mm256_add_epi32(ranks, offset);
                 let moved = _mm256_permutevar8x32_epi32(values, control);
-                let active =
-                    _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(m as i32), lanes), lanes);
+                let active = _mm256_cmpeq_epi32(
+                    _mm256_and_si256(_mm256_set1_epi32(i32::from(m)), lanes),
+                    lanes,
+                );
                 let patch = _mm256_sll_epi32(_mm256_and_si256(moved, active), count);
                 let at = out.as_mut_ptr().add(8 * chunk).cast::<__m256i>();
                 _mm256_storeu_si256(at, _mm256_or_si256(_mm256_loadu_si256(at), patch));
