@@ -155,6 +155,19 @@ pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> 
     }
 }
 
+/// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call (keep
+/// what `f` runs `#[inline(always)]`), so this module's kernels inline into it too. Call
+/// only when [`available`].
+#[inline(always)]
+pub fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
+    assert!(available());
+    // SAFETY: AVX2 and POPCNT are present (asserted above).
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        x86::with_avx2(f)
+    }
+}
+
 /// For each 8-bit mask, the lanes of its set bits in order, then a lane of a clear bit
 /// (if any): the `vpermd` control that packs a vector's selected lanes to its front,
 /// followed by copies of an unselected lane (zero in `gather_longer`).
@@ -175,6 +188,14 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::{COMPACT, EXPAND, GROUP, STEPS};
+
+    /// # Safety
+    ///
+    /// AVX2 and POPCNT must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
 
     /// The group's 32 values as four vectors.
     ///

@@ -261,11 +261,17 @@ fn encoder_simd<T: Word>() -> bool {
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
-    encode_with(values, out, encoder_simd::<T>());
+    if encoder_simd::<T>() {
+        // The whole loop compiled for AVX2, so the kernels inline into it.
+        packing_avx2::with_avx2(|| encode_with(values, out, true))
+    } else {
+        encode_with(values, out, false)
+    }
 }
 
 /// [`encode`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
 /// without.
+#[inline(always)]
 fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: bool) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
     let mut scratch = [0u8; SCRATCH];
@@ -446,10 +452,16 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
-    decode_with(input, out, T::BITS == 32 && packing_avx2::available())
+    if T::BITS == 32 && packing_avx2::available() {
+        // The whole loop compiled for AVX2, so the kernels inline into it.
+        packing_avx2::with_avx2(|| decode_with(input, out, true))
+    } else {
+        decode_with(input, out, false)
+    }
 }
 
 /// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without.
+#[inline(always)]
 fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: bool) -> Result<(), String> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
