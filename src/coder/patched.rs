@@ -864,6 +864,25 @@ mod tests {
         }
     }
 
+    /// `n` Laplace residuals of up to 32 bits for test round `round`, with zeros,
+    /// outliers of every length (the top bit included) and, some rounds, whole groups of
+    /// one value.
+    fn mixed_residuals(rng: &mut rand::rngs::SmallRng, round: usize, n: usize) -> Vec<u32> {
+        use rand::Rng;
+        let bits = rng.gen_range(0..=32);
+        testing::laplace(rng, n, bits)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v): (usize, u32)| match (i + round) % 7 {
+                0 => 0,
+                1 if round % 3 == 0 => u32::MAX >> rng.gen_range(0..32),
+                2 if round % 4 == 0 => 1 << rng.gen_range(0..32),
+                _ if round % 11 == 0 => 0x8000_0000,
+                _ => v,
+            })
+            .collect()
+    }
+
     #[test]
     fn simd_and_portable_encoders_write_the_same_bytes() {
         use rand::rngs::SmallRng;
@@ -872,20 +891,7 @@ mod tests {
         let simd = packing_avx2::available();
         for round in 0..400 {
             let n = rng.gen_range(1..200);
-            let bits = rng.gen_range(0..=32);
-            // Laplace residuals with zeros, outliers of every length (top bit included)
-            // and whole groups of equal lengths.
-            let values: Vec<u32> = testing::laplace(&mut rng, n, bits)
-                .into_iter()
-                .enumerate()
-                .map(|(i, v): (usize, u32)| match (i + round) % 7 {
-                    0 => 0,
-                    1 if round % 3 == 0 => u32::MAX >> rng.gen_range(0..32),
-                    2 if round % 4 == 0 => 1 << rng.gen_range(0..32),
-                    _ if round % 11 == 0 => 0x8000_0000,
-                    _ => v,
-                })
-                .collect();
+            let values = mixed_residuals(&mut rng, round, n);
             let mut portable = Vec::new();
             let mut kernels = Vec::new();
             encode_with(&values, &mut portable, false);
@@ -904,12 +910,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(17);
         for round in 0..300 {
             let n = rng.gen_range(1..400);
-            let bits = rng.gen_range(0..=32);
-            let values: Vec<u32> = testing::laplace(&mut rng, n, bits)
-                .into_iter()
-                .enumerate()
-                .map(|(i, v): (usize, u32)| if i % 5 == round % 5 { 0 } else { v })
-                .collect();
+            let values = mixed_residuals(&mut rng, round, n);
             let mut coded = Vec::new();
             encode(&values, &mut coded);
             let mut corrupt = coded.clone();
