@@ -5,7 +5,8 @@
 //!
 //! Each produces exactly what the portable loops in [`super::patched`] produce (tests
 //! compare them); the coder uses them when the CPU has AVX2 (detected at run time) and
-//! the group is whole (for the decoder, with the input's slack bytes available).
+//! the group is whole (for the decoder, with the input's slack bytes available), inside
+//! [`with_avx2`], which compiles the coder's loops around them for AVX2 as well.
 
 use once_cell::sync::Lazy;
 
