@@ -3,6 +3,7 @@
 
 use rayon::prelude::*;
 
+use crate::buffers;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
@@ -53,18 +54,27 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
     if payload_len >= data.len() || !fits_table {
         header.flags = FLAG_STORED;
         header.checksum = format::data_checksum(data);
-        let mut out = Vec::with_capacity(header.encoded_len() + data.len());
+        let mut out = buffers::take(header.encoded_len() + data.len());
         header.write(&mut out);
         out.extend_from_slice(data);
+        payloads.into_iter().for_each(buffers::give);
         return Ok(out);
     }
     header.tile_sizes = payloads.iter().map(|p| p.len() as u32).collect();
-    let mut out = Vec::with_capacity(header.encoded_len() + payload_len);
+    let mut out = buffers::take(header.encoded_len() + payload_len);
     header.write(&mut out);
-    for payload in &payloads {
-        out.extend_from_slice(payload);
+    for payload in payloads {
+        out.extend_from_slice(&payload);
+        buffers::give(payload);
     }
     Ok(out)
+}
+
+/// Hands a buffer [`compress`] returned back for reuse by later calls, once its bytes
+/// have been copied elsewhere (optional: dropping it is fine too, but reusing it keeps
+/// its memory from going back to the system and faulting in again for the next chunk).
+pub fn recycle(buffer: Vec<u8>) {
+    buffers::give(buffer);
 }
 
 /// Decompresses a chunk produced by [`compress`].

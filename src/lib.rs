@@ -2,9 +2,10 @@
 //!
 //! The codec behind the karoo HDF5 filter, with no HDF5 inside. A chunk is a
 //! multi-dimensional array of fixed-size words with one time axis; fast mode predicts
-//! each word from the same series at the previous time step, XORs, and packs away the
-//! residual's leading zero bytes (seed 000's packer), in independent tiles coded in
-//! parallel. Every chunk is self-describing and checksummed.
+//! each word from the same series at earlier time steps, maps the residual to a small
+//! unsigned integer and packs it (patched packing by default), in independent tiles
+//! coded in parallel; archive mode entropy-codes the residuals. Every chunk is
+//! self-describing and checksummed.
 //!
 //! ```
 //! let data: Vec<u8> = (0..4096u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
@@ -14,6 +15,7 @@
 //! ```
 
 mod bitpack;
+mod buffers;
 mod codec;
 pub mod coder;
 pub mod error;
@@ -26,7 +28,9 @@ pub mod residual;
 pub mod tile;
 pub mod word;
 
-pub use codec::{compress, decoded_len, decompress, decompress_into, decompress_with, Chunk};
+pub use codec::{
+    compress, decoded_len, decompress, decompress_into, decompress_with, recycle, Chunk,
+};
 pub use coder::Coder;
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};

@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use crate::buffers;
 use crate::coder::{dict, Coder, Dims};
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Tile};
@@ -158,7 +159,7 @@ fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims) -> Vec<u8> 
     // Room for an incompressible tile (the fast coders' worst case is the raw size plus
     // a byte per 32 words), so the coder never reallocates and copies.
     let raw = residuals.len() * T::BYTES;
-    let mut out = Vec::with_capacity(TILE_HEADER_LEN + raw + raw / 32 + 16);
+    let mut out = buffers::take(TILE_HEADER_LEN + raw + raw / 32 + 16);
     let head = if coding.spatial_head {
         SPATIAL_HEAD_BIT
     } else {

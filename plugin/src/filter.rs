@@ -131,7 +131,11 @@ pub unsafe extern "C" fn filter(
             let packed =
                 karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
             check_output_len(packed.len(), nbytes)?;
-            api.allocate_copy(&packed)?
+            let output = api.allocate_copy(&packed)?;
+            // Its memory serves the next chunk's compression instead of going back to
+            // the system (see karoo::recycle).
+            karoo::recycle(packed);
+            output
         };
         let len = output.len();
         api.free(*buf);
