@@ -125,6 +125,8 @@ pub fn expand_or(
     unsafe {
         x86::expand_or(high, bitmap, shift, out)
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the AVX2 kernels run only where `available()`")
 }
 
 /// `finish(above, widest)`, where `widest` is the bit length of the widest of `values`
@@ -139,6 +141,8 @@ pub fn survey_then<R>(values: &[u32; GROUP], finish: impl FnOnce(&[u32; 64], u32
     unsafe {
         x86::survey_then(values, finish)
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the AVX2 kernels run only where `available()`")
 }
 
 /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and their
@@ -154,6 +158,8 @@ pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> 
     unsafe {
         x86::gather_longer(values, b, high)
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the AVX2 kernels run only where `available()`")
 }
 
 /// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call (keep
@@ -167,6 +173,8 @@ pub fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
     unsafe {
         x86::with_avx2(f)
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the AVX2 kernels run only where `available()`")
 }
 
 /// For each 8-bit mask, the lanes of its set bits in order, then a lane of a clear bit
