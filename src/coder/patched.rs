@@ -251,8 +251,8 @@ fn simd_words<T: Word>(group: &[T], simd: bool) -> Option<&[u32; GROUP]> {
     (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()
 }
 
-/// Whether the encoder runs the AVX2 kernels for words of type `T`.
-fn encoder_simd<T: Word>() -> bool {
+/// Whether the encoder and decoder run the AVX2 kernels for words of type `T`.
+fn kernels_for<T: Word>() -> bool {
     T::BITS == 32 && packing_avx2::available()
 }
 
@@ -261,7 +261,7 @@ fn encoder_simd<T: Word>() -> bool {
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
-    if encoder_simd::<T>() {
+    if kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
         packing_avx2::with_avx2(|| encode_with(values, out, true))
     } else {
@@ -452,7 +452,7 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
-    if T::BITS == 32 && packing_avx2::available() {
+    if kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
         packing_avx2::with_avx2(|| decode_with(input, out, true))
     } else {
@@ -760,7 +760,7 @@ fn fixed_field<T: Word>(src: &[u8], index: usize, width: u32) -> u64 {
 
 /// Encoded size in bits of `values` (exact, whole bytes per group).
 pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
-    let simd = encoder_simd::<T>();
+    let simd = kernels_for::<T>();
     let mut full = values.chunks_exact(GROUP);
     let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
     if !full.remainder().is_empty() {
