@@ -1,14 +1,12 @@
 //! Chunk-level compress and decompress: tiling, parallel tile coding, header, checksum
 //! and the verbatim fallback for incompressible data.
 
-use rayon::prelude::*;
-
 use crate::buffers;
 use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
 use crate::params::{spatial, Candidates, Params};
-use crate::pool::run_with_threads;
+use crate::pool::map_shared;
 use crate::tile::{self, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Compresses one chunk of `data` described by `params`.
@@ -39,15 +37,13 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
     };
     let tiles = geometry.tiles();
     let w = params.word_size;
-    let (payloads, digests): (Vec<Vec<u8>>, Vec<u64>) = run_with_threads(params.threads, || {
-        tiles
-            .par_iter()
-            .map(|tile| {
-                let payload = encode_tile(w, data, &geometry, tile, &candidates, spatial);
-                (payload, format::tile_digest(data, &geometry, tile, w))
-            })
-            .unzip()
-    });
+    let (payloads, digests): (Vec<Vec<u8>>, Vec<u64>) =
+        map_shared(params.threads, tiles.iter().collect(), |tile| {
+            let payload = encode_tile(w, data, &geometry, tile, &candidates, spatial);
+            (payload, format::tile_digest(data, &geometry, tile, w))
+        })
+        .into_iter()
+        .unzip();
     header.checksum = format::combine_digests(&digests);
     let payload_len: usize = payloads.iter().map(Vec::len).sum();
     let fits_table = payloads.iter().all(|p| u32::try_from(p.len()).is_ok());
@@ -182,8 +178,7 @@ impl<'a> Chunk<'a> {
                     word_size: header.word_size as usize,
                     spatial: header.spatial,
                 };
-                let digests =
-                    run_with_threads(threads, || decode_tiles(decoder, tiles, payloads, out))?;
+                let digests = decode_tiles(decoder, tiles, payloads, out, threads)?;
                 format::combine_digests(&digests)
             }
         };
@@ -276,13 +271,14 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
     Ok(())
 }
 
-/// Decodes every tile into `out` and returns each tile's digest (see
-/// [`format::tile_digest`]), hashed right after the tile is decoded.
+/// Decodes every tile into `out` on `threads` threads and returns each tile's digest
+/// (see [`format::tile_digest`]), hashed right after the tile is decoded.
 fn decode_tiles(
     d: TileDecoder,
     tiles: &[Tile],
     slices: &[&[u8]],
     out: &mut [u8],
+    threads: usize,
 ) -> Result<Vec<u64>> {
     let (g, w) = (d.geometry, d.word_size);
     if g.tiles_are_contiguous() {
@@ -294,20 +290,21 @@ fn decode_tiles(
             regions.push(head);
             rest = tail;
         }
-        return regions
-            .into_par_iter()
-            .zip(tiles.par_iter().enumerate())
-            .zip(slices.par_iter())
-            .map(|((buf, tile), payload)| {
-                let mut rows = StridedRows {
-                    buf,
-                    row_stride: g.lag * w,
-                    plane_stride: g.plane_len * w,
-                };
-                d.decode(payload, tile, &mut rows)?;
-                Ok(format::digest_rows([&*rows.buf]))
-            })
-            .collect();
+        let jobs = regions
+            .into_iter()
+            .zip(tiles.iter().enumerate())
+            .zip(slices);
+        return map_shared(threads, jobs.collect(), |((buf, tile), payload)| {
+            let mut rows = StridedRows {
+                buf,
+                row_stride: g.lag * w,
+                plane_stride: g.plane_len * w,
+            };
+            d.decode(payload, tile, &mut rows)?;
+            Ok(format::digest_rows([&*rows.buf]))
+        })
+        .into_iter()
+        .collect();
     }
     // Column-split tiles (one plane each) interleave in memory: hand each tile the
     // disjoint pieces of the rows it covers.
@@ -328,13 +325,14 @@ fn decode_tiles(
             }
         }
     }
-    segments
-        .into_par_iter()
-        .zip(tiles.par_iter().enumerate())
-        .zip(slices.par_iter())
-        .map(|((mut rows, tile), payload)| {
-            d.decode(payload, tile, &mut rows)?;
-            Ok(format::digest_rows(rows.rows.iter().map(|row| &**row)))
-        })
-        .collect()
+    let jobs = segments
+        .into_iter()
+        .zip(tiles.iter().enumerate())
+        .zip(slices);
+    map_shared(threads, jobs.collect(), |((mut rows, tile), payload)| {
+        d.decode(payload, tile, &mut rows)?;
+        Ok(format::digest_rows(rows.rows.iter().map(|row| &**row)))
+    })
+    .into_iter()
+    .collect()
 }
