@@ -222,7 +222,7 @@ impl TileDecoder<'_> {
         payload: &[u8],
         (index, tile): (usize, &Tile),
         rows: &mut impl TileRows,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let (g, s) = (self.geometry, self.spatial);
         match self.word_size {
             1 => tile::decode_tile::<u8>(payload, g, tile, index, rows, s),
@@ -272,7 +272,7 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
 }
 
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
-/// (see [`format::tile_digest`]), hashed right after the tile is decoded.
+/// (see [`format::tile_digest`]), hashed row by row as the tile is decoded.
 fn decode_tiles(
     d: TileDecoder,
     tiles: &[Tile],
@@ -300,8 +300,7 @@ fn decode_tiles(
                 row_stride: g.lag * w,
                 plane_stride: g.plane_len * w,
             };
-            d.decode(payload, tile, &mut rows)?;
-            Ok(format::digest_rows([&*rows.buf]))
+            d.decode(payload, tile, &mut rows)
         })
         .into_iter()
         .collect();
@@ -330,8 +329,7 @@ fn decode_tiles(
         .zip(tiles.iter().enumerate())
         .zip(slices);
     map_shared(threads, jobs.collect(), |((mut rows, tile), payload)| {
-        d.decode(payload, tile, &mut rows)?;
-        Ok(format::digest_rows(rows.rows.iter().map(|row| &**row)))
+        d.decode(payload, tile, &mut rows)
     })
     .into_iter()
     .collect()

@@ -98,11 +98,38 @@ pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
 
 /// XXH3-64 of the concatenation of `rows` (a tile's rows, in order).
 pub fn digest_rows<'a>(rows: impl IntoIterator<Item = &'a [u8]>) -> u64 {
-    let mut hasher = Xxh3::new();
+    let mut digest = RowDigest::new();
     for row in rows {
-        hasher.update(row);
+        digest.update(row);
     }
-    hasher.digest()
+    digest.finish()
+}
+
+/// A tile digest built up row by row as the rows are decoded, while each is still in
+/// cache: the same value as [`digest_rows`] of the same rows.
+pub struct RowDigest(Xxh3);
+
+impl RowDigest {
+    /// The digest of no rows yet.
+    pub fn new() -> Self {
+        RowDigest(Xxh3::new())
+    }
+
+    /// Adds the next row.
+    pub fn update(&mut self, row: &[u8]) {
+        self.0.update(row);
+    }
+
+    /// The digest of the rows added.
+    pub fn finish(&self) -> u64 {
+        self.0.digest()
+    }
+}
+
+impl Default for RowDigest {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The chunk checksum of per-tile digests.

@@ -10,6 +10,7 @@ use std::ops::Range;
 use crate::buffers;
 use crate::coder::{dict, Coder, Dims};
 use crate::error::{Error, Result};
+use crate::format::RowDigest;
 use crate::layout::{Geometry, Tile};
 use crate::params::Candidates;
 use crate::predict::{Predictor, RowPredictor};
@@ -430,7 +431,8 @@ pub fn parse_coding(payload: &[u8]) -> std::result::Result<Coding, String> {
     })
 }
 
-/// Decodes tile number `index` from `payload` into `rows`.
+/// Decodes tile number `index` from `payload` into `rows`; the tile's digest (see
+/// [`crate::format::tile_digest`]), hashed row by row as they are written.
 pub fn decode_tile<T: Word>(
     payload: &[u8],
     g: &Geometry,
@@ -438,7 +440,7 @@ pub fn decode_tile<T: Word>(
     index: usize,
     rows: &mut impl TileRows,
     spatial: Spatial,
-) -> Result<()> {
+) -> Result<u64> {
     let corrupt = |reason: String| Error::CorruptBlock { index, reason };
     let coding = parse_coding(payload).map_err(corrupt)?;
     T::with_scratch(|residuals| {
@@ -454,12 +456,15 @@ pub fn decode_tile<T: Word>(
             )
             .map_err(corrupt)?;
         let args = (&residuals[..], g, tile, coding, spatial);
+        let mut digest = RowDigest::new();
         match coding.map {
-            ResidualMap::Xor => restore_with::<T, XorOp>(args, rows),
-            ResidualMap::RotateSubtract => restore_with::<T, RotateSubtractOp>(args, rows),
-            ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows),
+            ResidualMap::Xor => restore_with::<T, XorOp>(args, rows, &mut digest),
+            ResidualMap::RotateSubtract => {
+                restore_with::<T, RotateSubtractOp>(args, rows, &mut digest)
+            }
+            ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows, &mut digest),
         }
-        Ok(())
+        Ok(digest.finish())
     })
 }
 
@@ -468,6 +473,7 @@ type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Coding, Spatial);
 fn restore_with<T: Word, M: MapOp>(
     (mut residuals, g, tile, coding, spatial): DecodeArgs<T>,
     rows: &mut impl TileRows,
+    digest: &mut RowDigest,
 ) {
     let w = T::BYTES;
     let predictor = coding.predictor;
@@ -516,6 +522,7 @@ fn restore_with<T: Word, M: MapOp>(
             for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
                 M::from_int(m).store(dst);
             }
+            digest.update(out);
             rp.observe(cur);
         }
     }
