@@ -4,11 +4,10 @@
 //! width leaves as exceptions), and locating and gathering the exceptions' high parts.
 //!
 //! Each produces exactly what the portable loops in [`super::patched`] produce (tests
-//! compare them); the coder uses them when the CPU has AVX2 (detected at run time) and
-//! the group is whole (for the decoder, with the input's slack bytes available), inside
-//! [`with_avx2`], which compiles the coder's loops around them for AVX2 as well.
-
-use once_cell::sync::Lazy;
+//! compare them); the coder uses them when the CPU has AVX2 (detected at run time: an
+//! [`Avx2`] proves it) and the group is whole (for the decoder, with the input's slack
+//! bytes available), inside [`Avx2::run`], which compiles the coder's loops around them
+//! for AVX2 as well.
 
 /// Values per group.
 const GROUP: usize = 32;
@@ -19,7 +18,7 @@ pub fn unpack_reads(width: u32) -> usize {
 }
 
 /// Whether the CPU runs these kernels (AVX2, and POPCNT for the encoder's).
-pub fn available() -> bool {
+fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
@@ -43,154 +42,191 @@ struct Step {
     shifts: [u64; 4],
 }
 
-/// Two steps (fields 0-3 and 4-7 of an 8-field block) per width 1 to 32.
-static STEPS: Lazy<Vec<[Step; 2]>> = Lazy::new(|| {
-    (0..=32u32)
-        .map(|w| {
-            let step = |s: usize| {
-                let start = |f: usize| f * w as usize / 8;
-                let loads = [start(4 * s), start(4 * s + 2)];
-                let mut shuffle = [0u8; 32];
-                let mut shifts = [0u64; 4];
-                for lane in 0..4 {
-                    let field = 4 * s + lane;
-                    let from = start(field) - loads[lane / 2];
-                    for k in 0..8 {
-                        // Lanes 0-1 read the low load (shuffle bytes 0-15), 2-3 the high.
-                        shuffle[8 * lane + k] = (from + k) as u8;
-                    }
-                    shifts[lane] = (field * w as usize % 8) as u64;
+/// Two steps (fields 0-3 and 4-7 of an 8-field block) per width 1 to 32 (computed at
+/// compile time, so a kernel reads them without an initialisation check).
+static STEPS: [[Step; 2]; 33] = {
+    let mut steps = [[Step {
+        loads: [0; 2],
+        shuffle: [0; 32],
+        shifts: [0; 4],
+    }; 2]; 33];
+    let mut w = 0;
+    while w <= 32 {
+        let mut s = 0;
+        while s < 2 {
+            // Field `f` starts in byte `f * w / 8` of the block.
+            let loads = [4 * s * w / 8, (4 * s + 2) * w / 8];
+            let step = &mut steps[w][s];
+            step.loads = loads;
+            let mut lane = 0;
+            while lane < 4 {
+                let field = 4 * s + lane;
+                let from = field * w / 8 - loads[lane / 2];
+                let mut k = 0;
+                while k < 8 {
+                    // Lanes 0-1 read the low load (shuffle bytes 0-15), 2-3 the high.
+                    step.shuffle[8 * lane + k] = (from + k) as u8;
+                    k += 1;
                 }
-                Step {
-                    loads,
-                    shuffle,
-                    shifts,
-                }
-            };
-            [step(0), step(1)]
-        })
-        .collect()
-});
+                step.shifts[lane] = (field * w % 8) as u64;
+                lane += 1;
+            }
+            s += 1;
+        }
+        w += 1;
+    }
+    steps
+};
 
 /// For each 8-bit mask, the ranks of its set bits in lane order (a `vpermd` control
 /// that moves the `j`-th packed value to the lane of the `j`-th set bit); lanes of
 /// clear bits get 0 and are masked off.
-static EXPAND: Lazy<[[u32; 8]; 256]> = Lazy::new(|| {
-    std::array::from_fn(|m| {
-        let mut ranks = [0u32; 8];
+static EXPAND: [[u32; 8]; 256] = {
+    let mut table = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
         let mut next = 0;
-        for (lane, rank) in ranks.iter_mut().enumerate() {
+        let mut lane = 0;
+        while lane < 8 {
             if m >> lane & 1 == 1 {
-                *rank = next;
+                table[m][lane] = next;
                 next += 1;
             }
+            lane += 1;
         }
-        ranks
-    })
-});
-
-/// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
-/// [`unpack_reads`]`(width)` bytes. Call only when [`available`].
-///
-/// # Panics
-///
-/// If `src` is shorter or `width` is out of range.
-#[inline]
-pub fn unpack(src: &[u8], width: u32, out: &mut [u32; GROUP]) {
-    assert!((1..=32).contains(&width) && src.len() >= unpack_reads(width));
-    assert!(available());
-    // SAFETY: AVX2 is present (asserted above) and `src` holds every byte the kernel
-    // reads (asserted above; see `x86::unpack`).
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        x86::unpack(src, width, out)
+        m += 1;
     }
-}
+    table
+};
 
-/// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for the
-/// first `bitmap.count_ones()` values of `high` (the rest are ignored); the OR of those
-/// values and whether one of them is zero. Call only when [`available`].
-#[inline]
-pub fn expand_or(
-    high: &[u32; GROUP],
-    bitmap: u32,
-    shift: u32,
-    out: &mut [u32; GROUP],
-) -> (u32, bool) {
-    assert!(shift < 32);
-    assert!(available());
-    // SAFETY: AVX2 is present (asserted above); the kernel reads `high` and `out` only
-    // within their 32 values (see `x86::expand_or`).
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        x86::expand_or(high, bitmap, shift, out)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("the AVX2 kernels run only where `available()`")
-}
+/// Proof that the CPU runs these kernels (AVX2 and POPCNT, detected at run time): only
+/// [`Avx2::detect`] makes one, so the kernels, its methods, need not check again on
+/// every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Avx2(());
 
-/// `finish(above, widest)`, where `widest` is the bit length of the widest of `values`
-/// and `above[b]` how many values are longer than `b` bits, for each `b < widest` (the
-/// rest of `above` is zero). `finish` is compiled with AVX2 enabled when inlined (keep
-/// it small and `#[inline(always)]`). Call only when [`available`].
-pub fn survey_then<R>(values: &[u32; GROUP], finish: impl FnOnce(&[u32; 64], u32) -> R) -> R {
-    assert!(available());
-    // SAFETY: AVX2 and POPCNT (which every AVX2 CPU has) are present (asserted above);
-    // the kernel reads `values` and writes its own array within their lengths.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        x86::survey_then(values, finish)
+impl Avx2 {
+    /// The proof, on a CPU that has the features.
+    pub fn detect() -> Option<Avx2> {
+        available().then_some(Avx2(()))
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("the AVX2 kernels run only where `available()`")
-}
 
-/// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and their
-/// high parts `value >> b` in position order at the start of `high`, followed by zeros
-/// (where `high` held zeros: pass a zeroed array to get zeros throughout). Call only
-/// when [`available`].
-pub fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
-    assert!(b < 32);
-    assert!(available());
-    // SAFETY: AVX2 and POPCNT are present (asserted above); the kernel reads `values`
-    // and writes `high` within their 32 values (see `x86::gather_longer`).
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        x86::gather_longer(values, b, high)
+    /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
+    /// [`unpack_reads`]`(width)` bytes.
+    ///
+    /// # Panics
+    ///
+    /// If `src` is shorter or `width` is out of range.
+    #[inline]
+    pub fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
+        assert!((1..=32).contains(&width) && src.len() >= unpack_reads(width));
+        // SAFETY: AVX2 is present (`self` proves it) and `src` holds every byte the
+        // kernel reads (asserted above; see `x86::unpack`).
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::unpack(src, width, out)
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("the AVX2 kernels run only where `available()`")
-}
 
-/// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call (keep
-/// what `f` runs `#[inline(always)]`), so this module's kernels inline into it too. Call
-/// only when [`available`].
-#[inline(always)]
-pub fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
-    assert!(available());
-    // SAFETY: AVX2 and POPCNT are present (asserted above).
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        x86::with_avx2(f)
+    /// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for
+    /// the first `bitmap.count_ones()` values of `high` (the rest are ignored); the OR
+    /// of those values and whether one of them is zero.
+    #[inline]
+    pub fn expand_or(
+        self,
+        high: &[u32; GROUP],
+        bitmap: u32,
+        shift: u32,
+        out: &mut [u32; GROUP],
+    ) -> (u32, bool) {
+        assert!(shift < 32);
+        // SAFETY: AVX2 is present (`self` proves it); the kernel reads `high` and `out`
+        // only within their 32 values (see `x86::expand_or`).
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::expand_or(high, bitmap, shift, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx2` exists off x86_64")
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("the AVX2 kernels run only where `available()`")
+
+    /// `finish(above, widest)`, where `widest` is the bit length of the widest of
+    /// `values` and `above[b]` how many values are longer than `b` bits, for each
+    /// `b < widest` (the rest of `above` is zero). `finish` is compiled with AVX2 enabled
+    /// when inlined (keep it small and `#[inline(always)]`).
+    pub fn survey_then<R>(
+        self,
+        values: &[u32; GROUP],
+        finish: impl FnOnce(&[u32; 64], u32) -> R,
+    ) -> R {
+        // SAFETY: AVX2 and POPCNT are present (`self` proves it); the kernel reads
+        // `values` and writes its own array within their lengths.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::survey_then(values, finish)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx2` exists off x86_64")
+    }
+
+    /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and
+    /// their high parts `value >> b` in position order at the start of `high`, followed
+    /// by zeros (where `high` held zeros: pass a zeroed array to get zeros throughout).
+    pub fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        assert!(b < 32);
+        // SAFETY: AVX2 and POPCNT are present (`self` proves it); the kernel reads
+        // `values` and writes `high` within their 32 values (see `x86::gather_longer`).
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::gather_longer(values, b, high)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx2` exists off x86_64")
+    }
+
+    /// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call
+    /// (keep what `f` runs `#[inline(always)]`), so the kernels inline into it too.
+    #[inline(always)]
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: AVX2 and POPCNT are present (`self` proves it).
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::with_avx2(f)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx2` exists off x86_64")
+    }
 }
 
 /// For each 8-bit mask, the lanes of its set bits in order, then a lane of a clear bit
 /// (if any): the `vpermd` control that packs a vector's selected lanes to its front,
 /// followed by copies of an unselected lane (zero in `gather_longer`).
-static COMPACT: Lazy<[[u32; 8]; 256]> = Lazy::new(|| {
-    std::array::from_fn(|m| {
-        let clear = (0..8).find(|lane| m >> lane & 1 == 0).unwrap_or(0);
-        let mut lanes = [clear; 8];
-        let set = (0..8).filter(|lane| m >> lane & 1 == 1);
-        for (slot, lane) in lanes.iter_mut().zip(set) {
-            *slot = lane;
+static COMPACT: [[u32; 8]; 256] = {
+    let mut table = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut clear = 0;
+        while clear < 8 && m >> clear & 1 == 1 {
+            clear += 1;
         }
-        lanes
-    })
-});
+        let clear = if clear == 8 { 0 } else { clear as u32 };
+        let mut slot = 0;
+        let mut lane = 0;
+        while lane < 8 {
+            if m >> lane & 1 == 1 {
+                table[m][slot] = lane as u32;
+                slot += 1;
+            }
+            lane += 1;
+        }
+        while slot < 8 {
+            table[m][slot] = clear;
+            slot += 1;
+        }
+        m += 1;
+    }
+    table
+};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -453,9 +489,9 @@ mod tests {
 
     #[test]
     fn unpacks_every_width_like_the_portable_loop() {
-        if !available() {
+        let Some(avx2) = Avx2::detect() else {
             return;
-        }
+        };
         for width in 1..=32u32 {
             let mask = u32::MAX >> (32 - width);
             let fields: [u32; GROUP] = std::array::from_fn(|i| {
@@ -469,7 +505,7 @@ mod tests {
                 src[end - 1] |= 0xff << ((GROUP * width as usize) % 8);
             }
             let mut out = [0u32; GROUP];
-            unpack(&src, width, &mut out);
+            avx2.unpack(&src, width, &mut out);
             assert_eq!(out, fields, "width {width}");
         }
     }
@@ -497,11 +533,11 @@ mod tests {
 
     #[test]
     fn survey_counts_the_values_longer_than_each_width() {
-        if !available() {
+        let Some(avx2) = Avx2::detect() else {
             return;
-        }
+        };
         for values in encoder_groups() {
-            let (above, widest) = survey_then(&values, |above, widest| (*above, widest));
+            let (above, widest) = avx2.survey_then(&values, |above, widest| (*above, widest));
             let expected = values.iter().map(|&v| bit_length(v)).max().unwrap();
             assert_eq!(widest, expected, "{values:x?}");
             for (b, &count) in above.iter().enumerate() {
@@ -514,13 +550,13 @@ mod tests {
 
     #[test]
     fn gathers_the_high_parts_of_longer_values_in_order() {
-        if !available() {
+        let Some(avx2) = Avx2::detect() else {
             return;
-        }
+        };
         for values in encoder_groups() {
             for b in 0..32 {
                 let mut high = [0u32; GROUP];
-                let bitmap = gather_longer(&values, b, &mut high);
+                let bitmap = avx2.gather_longer(&values, b, &mut high);
                 let longer: Vec<usize> = (0..GROUP).filter(|&i| values[i] >> b != 0).collect();
                 let expected = longer.iter().fold(0u32, |m, &i| m | 1 << i);
                 assert_eq!(bitmap, expected, "width {b}");
@@ -533,9 +569,9 @@ mod tests {
 
     #[test]
     fn expands_to_the_bitmap_positions() {
-        if !available() {
+        let Some(avx2) = Avx2::detect() else {
             return;
-        }
+        };
         for (bitmap, shift) in [
             (0u32, 3),
             (1, 0),
@@ -569,7 +605,7 @@ mod tests {
                 let all = high[..k].iter().fold(0, |a, &h| a | h);
                 let empty = high[..k].contains(&0);
                 assert_eq!(
-                    expand_or(&high, bitmap, shift, &mut out),
+                    avx2.expand_or(&high, bitmap, shift, &mut out),
                     (all, empty),
                     "bitmap {bitmap:#x}, zero at {zero_at:?}"
                 );

@@ -47,7 +47,7 @@
 //! trailing bytes and nonzero padding bits.
 
 use crate::coder::bitio::load_u64;
-use crate::coder::packing_avx2;
+use crate::coder::packing_avx2::{self, Avx2};
 use crate::word::Word;
 
 /// Values per group (one width each).
@@ -142,11 +142,11 @@ fn group_bits(m: usize, b: u32, k: usize, e: u32) -> u32 {
 /// The smallest layout of `group` (1 to 32 values); `simd`: survey whole groups of
 /// 32-bit words with the AVX2 kernel.
 #[inline(always)]
-fn choose<T: Word>(group: &[T], simd: bool) -> Choice {
+fn choose<T: Word>(group: &[T], simd: Option<Avx2>) -> Choice {
     let m = group.len();
     match simd_words(group, simd) {
-        Some(words) => {
-            packing_avx2::survey_then(words, |above, widest| smallest::<u32>(above, widest, GROUP))
+        Some((avx2, words)) => {
+            avx2.survey_then(words, |above, widest| smallest::<u32>(above, widest, GROUP))
         }
         None => {
             let mut above = [0u32; 64];
@@ -240,20 +240,23 @@ fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> u32 {
     widest
 }
 
-/// `group` as 32-bit words for the AVX2 kernels, when `simd` and it is a whole group of
-/// them.
+/// `group` as 32-bit words for the AVX2 kernels, when they run (`simd`) and it is a
+/// whole group of them.
 #[inline(always)]
-fn simd_words<T: Word>(group: &[T], simd: bool) -> Option<&[u32; GROUP]> {
-    if !simd {
-        return None;
-    }
+fn simd_words<T: Word>(group: &[T], simd: Option<Avx2>) -> Option<(Avx2, &[u32; GROUP])> {
+    let avx2 = simd?;
     let full: &[T; GROUP] = group.try_into().ok()?;
-    (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()
+    let words = (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()?;
+    Some((avx2, words))
 }
 
-/// Whether the encoder and decoder run the AVX2 kernels for words of type `T`.
-fn kernels_for<T: Word>() -> bool {
-    T::BITS == 32 && packing_avx2::available()
+/// The AVX2 kernels, when the encoder and decoder run them for words of type `T`.
+fn kernels_for<T: Word>() -> Option<Avx2> {
+    if T::BITS == 32 {
+        Avx2::detect()
+    } else {
+        None
+    }
 }
 
 /// Appends the patched packing of `values` to `out`.
@@ -261,18 +264,17 @@ fn kernels_for<T: Word>() -> bool {
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
-    if kernels_for::<T>() {
+    match kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
-        packing_avx2::with_avx2(|| encode_with(values, out, true))
-    } else {
-        encode_with(values, out, false)
+        Some(avx2) => avx2.run(|| encode_with(values, out, Some(avx2))),
+        None => encode_with(values, out, None),
     }
 }
 
 /// [`encode`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
 /// without.
 #[inline(always)]
-fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: bool) {
+fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: Option<Avx2>) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
     let mut scratch = [0u8; SCRATCH];
     let mut full = values.chunks_exact(GROUP);
@@ -281,7 +283,7 @@ fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: bool) {
         out.extend_from_slice(&scratch[..len]);
     }
     if !full.remainder().is_empty() {
-        let len = encode_group(full.remainder(), &mut scratch, false);
+        let len = encode_group(full.remainder(), &mut scratch, None);
         out.extend_from_slice(&scratch[..len]);
     }
 }
@@ -293,7 +295,7 @@ const SCRATCH: usize = 2 + MAX_LOW_BYTES + 4 + GROUP * 8 + 16;
 
 /// Codes one group of 1 to 32 values into the start of `buf`; its length.
 #[inline(always)]
-fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: bool) -> usize {
+fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: Option<Avx2>) -> usize {
     let choice = choose(group, simd);
     let b = choice.b;
     if choice.exceptions == 0 {
@@ -308,12 +310,12 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: bool) -> us
     // The exceptions' positions, and their high parts gathered in position order.
     let mut highs = [T::default(); GROUP];
     let bitmap = match simd_words(group, simd) {
-        Some(words) => {
+        Some((avx2, words)) => {
             // `simd_words` found `T` to be `u32`.
             let high = (&mut highs as &mut dyn std::any::Any)
                 .downcast_mut::<[u32; GROUP]>()
                 .expect("32-bit words");
-            u64::from(packing_avx2::gather_longer(words, b, high))
+            u64::from(avx2.gather_longer(words, b, high))
         }
         None => gather_longer(group, b, &mut highs),
     };
@@ -452,20 +454,24 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
-    if kernels_for::<T>() {
+    match kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
-        packing_avx2::with_avx2(|| decode_with(input, out, true))
-    } else {
-        decode_with(input, out, false)
+        Some(avx2) => avx2.run(|| decode_with(input, out, Some(avx2))),
+        None => decode_with(input, out, None),
     }
 }
 
 /// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without.
 #[inline(always)]
-fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: bool) -> Result<(), String> {
+fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: Option<Avx2>) -> Result<(), String> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
     for (g, group) in out.chunks_mut(GROUP).enumerate() {
+        let whole = simd_words_mut(group, simd);
+        if let Some(next) = whole.and_then(|(avx2, w)| decode_whole(avx2, input, pos, w)) {
+            pos = next;
+            continue;
+        }
         pos = decode_group(input, pos, group, &mut padded, simd)
             .map_err(|e| format!("{e} in group {g}"))?;
     }
@@ -479,6 +485,78 @@ fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: bool) -> Result<(), S
     Ok(())
 }
 
+/// Bytes from a group's first that [`decode_whole`] may read: the headers, 32 low
+/// fields and 32 high parts of up to 32 bits, a bitmap, and the kernels' slack.
+const WHOLE_GROUP_READS: usize = 2 + 128 + 4 + 128 + SLACK;
+
+/// Decodes a whole group of 32-bit words starting at byte `pos` of `input` with the
+/// AVX2 kernels, when everything it may read lies within `input`; the position after
+/// it. `None` when that is not so or the group is not valid: then [`decode_group`]
+/// decodes it again (writing every value anew), and names what is wrong. Accepts
+/// exactly what [`decode_group`] accepts, with fewer checks: every read lies in one
+/// window, and 32 fields of any width fill whole bytes.
+#[inline(always)]
+fn decode_whole(avx2: Avx2, input: &[u8], pos: usize, words: &mut [u32; GROUP]) -> Option<usize> {
+    let window = input.get(pos..pos + WHOLE_GROUP_READS)?;
+    let h = window[0];
+    let b = u32::from(h & !HAS_EXCEPTIONS);
+    if b > 32 {
+        return None;
+    }
+    let exceptions = h & HAS_EXCEPTIONS != 0;
+    let lows = 1 + usize::from(exceptions);
+    if b == 0 {
+        *words = [0; GROUP];
+    } else {
+        avx2.unpack(&window[lows..], b, words);
+    }
+    let at = lows + 4 * b as usize;
+    if !exceptions {
+        return Some(pos + at);
+    }
+    let e_byte = window[1];
+    let e = u32::from(e_byte & !LIST);
+    if e == 0 || b + e > 32 {
+        return None;
+    }
+    let field = load_u64(window, at);
+    let (bitmap, bits) = if e_byte & LIST != 0 {
+        // At most 7 positions of 5 bits after the count: all within `field`.
+        let k = (field & low_mask(COUNT_BITS)) as u32;
+        let mut bitmap = 0u32;
+        let mut next = 0;
+        let mut ordered = k > 0;
+        for j in 0..k {
+            let i = field >> (COUNT_BITS + POSITION_BITS * j) & low_mask(POSITION_BITS);
+            ordered &= i >= next;
+            bitmap |= 1 << i;
+            next = i + 1;
+        }
+        if !ordered {
+            return None;
+        }
+        (bitmap, COUNT_BITS + POSITION_BITS * k)
+    } else {
+        (field as u32, GROUP as u32)
+    };
+    if bitmap == 0 || bits % 8 != 0 && window[at + bits as usize / 8] >> (bits % 8) != 0 {
+        return None;
+    }
+    let start = at + bits.div_ceil(8) as usize;
+    let high_bits = bitmap.count_ones() * e;
+    let end = start + high_bits.div_ceil(8) as usize;
+    if high_bits % 8 != 0 && window[end - 1] >> (high_bits % 8) != 0 {
+        return None;
+    }
+    let mut highs = [0u32; GROUP];
+    avx2.unpack(&window[start..], e, &mut highs);
+    let (all, empty) = avx2.expand_or(&highs, bitmap, b, words);
+    if empty || all.bit_length() != e {
+        return None;
+    }
+    Some(pos + end)
+}
+
 /// Decodes one group starting at byte `pos` of `input`; the position after it.
 #[inline(always)]
 fn decode_group<T: Word>(
@@ -486,7 +564,7 @@ fn decode_group<T: Word>(
     pos: usize,
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
-    simd: bool,
+    simd: Option<Avx2>,
 ) -> Result<usize, String> {
     let truncated = || "patched: stream truncated".to_string();
     let &h = input.get(pos).ok_or_else(truncated)?;
@@ -511,7 +589,7 @@ fn unpack_field<T: Word>(
     width: u32,
     out: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
-    simd: bool,
+    simd: Option<Avx2>,
 ) -> Result<usize, String> {
     let bits = out.len() * width as usize;
     let end = at + bits.div_ceil(8);
@@ -521,8 +599,8 @@ fn unpack_field<T: Word>(
     if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
-    if let Some(words) = simd_group(out, simd, width, input.len() - at) {
-        packing_avx2::unpack(&input[at..], width, words);
+    if let Some((avx2, words)) = simd_group(out, simd, width, input.len() - at) {
+        avx2.unpack(&input[at..], width, words);
     } else if at + (GROUP * width as usize).div_ceil(8) + SLACK <= input.len() {
         unpack_dispatch(&input[at..], width, out);
     } else {
@@ -544,7 +622,7 @@ fn patch<T: Word>(
     e_byte: u8,
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
-    simd: bool,
+    simd: Option<Avx2>,
 ) -> Result<usize, String> {
     let m = group.len();
     let e = u32::from(e_byte & !LIST);
@@ -591,41 +669,42 @@ fn patch<T: Word>(
     }
     let start = at + used;
     let k = bitmap.count_ones() as usize;
-    let (all, empty, end) = if let Some(words) = simd_group(group, simd, e, input.len() - start) {
-        // Unpack a whole group's worth of high parts (only the first `k` are this
-        // group's) and move them to their positions.
-        let end = start + (k * e as usize).div_ceil(8);
-        check_padding(input, end, k * e as usize)?;
-        let mut highs = [0u32; GROUP];
-        packing_avx2::unpack(&input[start..], e, &mut highs);
-        let (all, empty) = packing_avx2::expand_or(&highs, bitmap as u32, b, words);
-        (u64::from(all), empty, end)
-    } else {
-        match <&mut [T; GROUP]>::try_from(&mut *group) {
-            Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
-                // Common case: unpack each high part straight into its value.
-                let end = start + (k * e as usize).div_ceil(8);
-                check_padding(input, end, k * e as usize)?;
-                let (all, empty) = scatter_dispatch(&input[start..], e, b, bitmap, full);
-                (all, empty, end)
-            }
-            _ => {
-                let mut highs = [T::default(); GROUP];
-                let end = unpack_field(input, start, e, &mut highs[..k], padded, false)?;
-                let mut rest = bitmap;
-                let mut all = 0;
-                let mut empty = false;
-                for &high in &highs[..k] {
-                    all |= high.to_u64();
-                    empty |= high == T::default();
-                    let v = &mut group[rest.trailing_zeros() as usize];
-                    *v = T::from_u64(v.to_u64() | high.to_u64() << b);
-                    rest &= rest - 1;
+    let (all, empty, end) =
+        if let Some((avx2, words)) = simd_group(group, simd, e, input.len() - start) {
+            // Unpack a whole group's worth of high parts (only the first `k` are this
+            // group's) and move them to their positions.
+            let end = start + (k * e as usize).div_ceil(8);
+            check_padding(input, end, k * e as usize)?;
+            let mut highs = [0u32; GROUP];
+            avx2.unpack(&input[start..], e, &mut highs);
+            let (all, empty) = avx2.expand_or(&highs, bitmap as u32, b, words);
+            (u64::from(all), empty, end)
+        } else {
+            match <&mut [T; GROUP]>::try_from(&mut *group) {
+                Ok(full) if start + (GROUP * e as usize).div_ceil(8) + SLACK <= input.len() => {
+                    // Common case: unpack each high part straight into its value.
+                    let end = start + (k * e as usize).div_ceil(8);
+                    check_padding(input, end, k * e as usize)?;
+                    let (all, empty) = scatter_dispatch(&input[start..], e, b, bitmap, full);
+                    (all, empty, end)
                 }
-                (all, empty, end)
+                _ => {
+                    let mut highs = [T::default(); GROUP];
+                    let end = unpack_field(input, start, e, &mut highs[..k], padded, None)?;
+                    let mut rest = bitmap;
+                    let mut all = 0;
+                    let mut empty = false;
+                    for &high in &highs[..k] {
+                        all |= high.to_u64();
+                        empty |= high == T::default();
+                        let v = &mut group[rest.trailing_zeros() as usize];
+                        *v = T::from_u64(v.to_u64() | high.to_u64() << b);
+                        rest &= rest - 1;
+                    }
+                    (all, empty, end)
+                }
             }
-        }
-    };
+        };
     if empty {
         return Err("patched: an exception without high bits".to_string());
     }
@@ -645,15 +724,27 @@ fn patch<T: Word>(
 #[inline(always)]
 fn simd_group<T: Word>(
     group: &mut [T],
-    simd: bool,
+    simd: Option<Avx2>,
     width: u32,
     available: usize,
-) -> Option<&mut [u32; GROUP]> {
-    if !simd || width == 0 || packing_avx2::unpack_reads(width) > available {
+) -> Option<(Avx2, &mut [u32; GROUP])> {
+    if width == 0 || packing_avx2::unpack_reads(width) > available {
         return None;
     }
+    simd_words_mut(group, simd)
+}
+
+/// `group` as 32-bit words for the AVX2 kernels, when `simd` and it is a whole group of
+/// them (the decoder's [`simd_words`]).
+#[inline(always)]
+fn simd_words_mut<T: Word>(
+    group: &mut [T],
+    simd: Option<Avx2>,
+) -> Option<(Avx2, &mut [u32; GROUP])> {
+    let avx2 = simd?;
     let full: &mut [T; GROUP] = group.try_into().ok()?;
-    (full as &mut dyn std::any::Any).downcast_mut::<[u32; GROUP]>()
+    let words = (full as &mut dyn std::any::Any).downcast_mut::<[u32; GROUP]>()?;
+    Some((avx2, words))
 }
 
 /// Checks that the bits of the byte ending a field of `bits` bits at `end` (exclusive)
@@ -764,7 +855,7 @@ pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
     let mut full = values.chunks_exact(GROUP);
     let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
     if !full.remainder().is_empty() {
-        bits += u64::from(choose(full.remainder(), false).bits);
+        bits += u64::from(choose(full.remainder(), None).bits);
     }
     bits
 }
@@ -855,9 +946,9 @@ mod tests {
         let values: Vec<u32> = (0..32)
             .map(|i| if i < 30 { i % 8 } else { 1 << 20 })
             .collect();
-        let c = choose(&values, false);
+        let c = choose(&values, None);
         assert_eq!((c.b, c.e, c.exceptions), (3, 18, 2));
-        assert_eq!(choose(&values, packing_avx2::available()), c);
+        assert_eq!(choose(&values, Avx2::detect()), c);
         for b in 0..=21u32 {
             let k = values.iter().filter(|v| v.bit_length() > b).count();
             assert!(group_bits(32, b, k, 21 - b) >= c.bits, "width {b}");
@@ -888,17 +979,46 @@ mod tests {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
         let mut rng = SmallRng::seed_from_u64(29);
-        let simd = packing_avx2::available();
+        let simd = Avx2::detect();
         for round in 0..400 {
             let n = rng.gen_range(1..200);
             let values = mixed_residuals(&mut rng, round, n);
             let mut portable = Vec::new();
             let mut kernels = Vec::new();
-            encode_with(&values, &mut portable, false);
+            encode_with(&values, &mut portable, None);
             encode_with(&values, &mut kernels, simd);
             assert_eq!(portable, kernels, "round {round}");
             for group in values.chunks(GROUP) {
-                assert_eq!(choose(group, false), choose(group, simd));
+                assert_eq!(choose(group, None), choose(group, simd));
+            }
+        }
+    }
+
+    #[test]
+    fn listed_positions_out_of_order_are_rejected_on_every_path() {
+        // Group 0: zeros but for 200 at 3 and 255 at 9 (b = 0, a list of two 8-bit high
+        // parts: dropping one leaves no padding bits to catch it), then enough groups for
+        // the whole-group path to take group 0.
+        let mut values = vec![0u32; 32 * 12];
+        values[3] = 200;
+        values[9] = 255;
+        for (i, v) in values.iter_mut().enumerate().skip(32) {
+            *v = (i as u32).wrapping_mul(2_654_435_761);
+        }
+        let mut coded = Vec::new();
+        encode(&values, &mut coded);
+        assert_eq!(&coded[..2], &[HAS_EXCEPTIONS, LIST | 8]);
+        assert_eq!((coded[2] & 7, coded[2] >> 3, coded[3] & 31), (2, 3, 9));
+        for (second, message) in [
+            (3, "position 3 out of order"),
+            (2, "position 2 out of order"),
+        ] {
+            let mut corrupt = coded.clone();
+            corrupt[3] = corrupt[3] & !31 | second;
+            for simd in [None, Avx2::detect()] {
+                let mut out = vec![0u32; values.len()];
+                let error = decode_with(&corrupt, &mut out, simd).unwrap_err();
+                assert_eq!(error, format!("patched: exception {message} in group 0"));
             }
         }
     }
@@ -908,28 +1028,31 @@ mod tests {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
         let mut rng = SmallRng::seed_from_u64(17);
-        for round in 0..300 {
-            let n = rng.gen_range(1..400);
+        // Up to 64 groups, so most are far enough from the end for the whole-group path.
+        for round in 0..600 {
+            let n = rng.gen_range(1..2048);
             let values = mixed_residuals(&mut rng, round, n);
             let mut coded = Vec::new();
             encode(&values, &mut coded);
             let mut corrupt = coded.clone();
-            if !corrupt.is_empty() {
-                let at = rng.gen_range(0..corrupt.len());
-                corrupt[at] ^= 1 << rng.gen_range(0..8);
+            for _ in 0..=round % 3 {
+                if !corrupt.is_empty() {
+                    let at = rng.gen_range(0..corrupt.len());
+                    corrupt[at] ^= 1 << rng.gen_range(0..8);
+                }
             }
             for input in [&coded, &corrupt] {
                 let mut portable = vec![u32::MAX; n];
                 let mut simd = vec![u32::MAX; n];
-                let a = decode_with(input, &mut portable, false);
-                let b = decode_with(input, &mut simd, packing_avx2::available());
+                let a = decode_with(input, &mut portable, None);
+                let b = decode_with(input, &mut simd, Avx2::detect());
                 assert_eq!(a, b);
                 if a.is_ok() {
                     assert_eq!(portable, simd);
                 }
             }
             let mut back = vec![0u32; n];
-            decode_with(&coded, &mut back, false).unwrap();
+            decode_with(&coded, &mut back, None).unwrap();
             assert_eq!(back, values);
         }
     }
