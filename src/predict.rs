@@ -162,6 +162,14 @@ impl<T: Word> RowPredictor<T> {
         buffer
     }
 
+    /// A buffer of `len` values for the next row, to fill and hand to [`Self::observe`]:
+    /// recycled from the oldest row, so its values are stale (overwrite every one).
+    pub fn take_row(&mut self, len: usize) -> Vec<T> {
+        let mut buffer = std::mem::take(&mut self.spare);
+        buffer.resize(len, T::default());
+        buffer
+    }
+
     /// The prediction of the next row's first `n` columns, or `None` before any row
     /// (predict zero). For "previous" and Lorenzo this is the previous row itself.
     pub fn predict(&mut self, n: usize) -> Option<&[T]> {

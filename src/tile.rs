@@ -488,12 +488,12 @@ fn restore_with<T: Word, M: MapOp>(
             }
             let (r, rest) = residuals.split_at(width);
             residuals = rest;
-            let mut cur = rp.take_buffer();
+            // Every arm below writes all `width` values of `cur`.
+            let mut cur = rp.take_row(width);
             let out = rows.row(k, j, width * w);
             let s = spatial.stride;
             match rp.predict(width) {
                 None if spatial_first => {
-                    cur.resize(width, T::default());
                     for run in runs(tile.col0, width, spatial) {
                         let (seg, res) = (&mut cur[run.clone()], &r[run]);
                         let head = s.min(seg.len());
@@ -503,9 +503,12 @@ fn restore_with<T: Word, M: MapOp>(
                         recur(seg, s, |i, left| M::restore(res[i], left));
                     }
                 }
-                None => cur.extend(r.iter().map(|&r| M::restore(r, T::default()))),
+                None => {
+                    for (v, &r) in cur.iter_mut().zip(r) {
+                        *v = M::restore(r, T::default());
+                    }
+                }
                 Some(p) if lorenzo => {
-                    cur.resize(width, T::default());
                     for run in runs(tile.col0, width, spatial) {
                         let (seg, res, p) = (&mut cur[run.clone()], &r[run.clone()], &p[run]);
                         let head = s.min(seg.len());
@@ -517,7 +520,18 @@ fn restore_with<T: Word, M: MapOp>(
                         });
                     }
                 }
-                Some(p) => cur.extend(r.iter().zip(p).map(|(&r, &p)| M::restore(r, p))),
+                Some(p) => {
+                    // The common case: restore, keep for the next prediction and store
+                    // in one pass.
+                    let restored = cur.iter_mut().zip(r).zip(p);
+                    for (((v, &r), &p), dst) in restored.zip(out.chunks_exact_mut(w)) {
+                        *v = M::restore(r, p);
+                        M::from_int(*v).store(dst);
+                    }
+                    digest.update(out);
+                    rp.observe(cur);
+                    continue;
+                }
             }
             for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
                 M::from_int(m).store(dst);
