@@ -155,6 +155,21 @@ impl<'a> Chunk<'a> {
     /// workers (0 = all cores) and checks the decoded bytes against the checksum. On
     /// error, `out` holds unspecified bytes.
     pub fn decode_into(&self, out: &mut [u8], threads: usize) -> Result<()> {
+        self.decode_into_regions(out, threads, |region| region)
+    }
+
+    /// [`Self::decode_into`] for an output of any byte-sized element `B`, such as a
+    /// foreign buffer of `MaybeUninit<u8>` not yet initialised: `init` turns each region
+    /// of `out` into its initialised bytes (zero-filling it, say) on the thread about to
+    /// decode into it, just before it does, so the fill is shared between threads and
+    /// leaves the region in cache for the decoder. Every byte of `out` goes through
+    /// `init` exactly once when decoding succeeds; on error, some may not.
+    pub fn decode_into_regions<B: Send>(
+        &self,
+        out: &mut [B],
+        threads: usize,
+        init: impl Fn(&mut [B]) -> &mut [u8] + Sync,
+    ) -> Result<()> {
         let header = &self.header;
         if header.decoded_size != out.len() as u64 {
             return Err(Error::InvalidParams(format!(
@@ -165,6 +180,7 @@ impl<'a> Chunk<'a> {
         }
         let actual = match &self.body {
             Body::Stored(payload) => {
+                let out = init(out);
                 out.copy_from_slice(payload);
                 format::data_checksum(out)
             }
@@ -178,7 +194,7 @@ impl<'a> Chunk<'a> {
                     word_size: header.word_size as usize,
                     spatial: header.spatial,
                 };
-                let digests = decode_tiles(decoder, tiles, payloads, out, threads)?;
+                let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
                 format::combine_digests(&digests)
             }
         };
@@ -272,13 +288,15 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
 }
 
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
-/// (see [`format::tile_digest`]), hashed row by row as the tile is decoded.
-fn decode_tiles(
+/// (see [`format::tile_digest`]), hashed row by row as the tile is decoded. Each tile's
+/// job passes its regions of `out` through `init` first.
+fn decode_tiles<B: Send>(
     d: TileDecoder,
     tiles: &[Tile],
     slices: &[&[u8]],
-    out: &mut [u8],
+    out: &mut [B],
     threads: usize,
+    init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
 ) -> Result<Vec<u64>> {
     let (g, w) = (d.geometry, d.word_size);
     if g.tiles_are_contiguous() {
@@ -294,9 +312,9 @@ fn decode_tiles(
             .into_iter()
             .zip(tiles.iter().enumerate())
             .zip(slices);
-        return map_shared(threads, jobs.collect(), |((buf, tile), payload)| {
+        return map_shared(threads, jobs.collect(), |((region, tile), payload)| {
             let mut rows = StridedRows {
-                buf,
+                buf: init(region),
                 row_stride: g.lag * w,
                 plane_stride: g.plane_len * w,
             };
@@ -307,28 +325,25 @@ fn decode_tiles(
     }
     // Column-split tiles (one plane each) interleave in memory: hand each tile the
     // disjoint pieces of the rows it covers.
-    let mut segments: Vec<RowSegments> = tiles
-        .iter()
-        .map(|_| RowSegments { rows: Vec::new() })
-        .collect();
+    let mut pieces: Vec<Vec<&mut [B]>> = tiles.iter().map(|_| Vec::new()).collect();
     let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
     let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
     for (plane, plane_out) in out.chunks_mut(g.plane_len * w).enumerate() {
         for (row, row_out) in plane_out.chunks_mut(g.lag * w).enumerate() {
             let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
-            for (piece, segment) in row_out
+            for (piece, tile_pieces) in row_out
                 .chunks_mut(g.tiling.tile_cols * w)
-                .zip(&mut segments[first..])
+                .zip(&mut pieces[first..])
             {
-                segment.rows.push(piece);
+                tile_pieces.push(piece);
             }
         }
     }
-    let jobs = segments
-        .into_iter()
-        .zip(tiles.iter().enumerate())
-        .zip(slices);
-    map_shared(threads, jobs.collect(), |((mut rows, tile), payload)| {
+    let jobs = pieces.into_iter().zip(tiles.iter().enumerate()).zip(slices);
+    map_shared(threads, jobs.collect(), |((pieces, tile), payload)| {
+        let mut rows = RowSegments {
+            rows: pieces.into_iter().map(init).collect(),
+        };
         d.decode(payload, tile, &mut rows)
     })
     .into_iter()

@@ -131,6 +131,57 @@ fn large_chunks_use_row_and_column_tiles() {
 }
 
 #[test]
+fn regions_pass_through_init_once_each_before_they_are_decoded_into() {
+    use std::sync::Mutex;
+    // Row tiles, column tiles (row pieces), a ragged lag, a stored (random) chunk.
+    let mut random = vec![0u8; 40_000];
+    SmallRng::seed_from_u64(9).fill(&mut random[..]);
+    let cases: Vec<(Vec<u8>, Params)> = vec![
+        (smooth_f32(&[4096, 64], 3), Params::new(4, &[4096, 64])),
+        (smooth_f32(&[8, 65536], 3), Params::new(4, &[8, 65536])),
+        (
+            smooth_f32(&[700, 1000], 3),
+            Params {
+                lag: 3000,
+                ..Params::new(4, &[700, 1000])
+            },
+        ),
+        (random.clone(), Params::new(4, &[10_000])),
+    ];
+    for (data, params) in cases {
+        let packed = compress(&data, &params).unwrap();
+        let chunk = karoo::Chunk::parse(&packed, u64::MAX).unwrap();
+        for threads in [1, 2] {
+            // Bytes not yet through `init` hold a marker the decoder must never see.
+            let mut out = vec![0xA5u8; data.len()];
+            let seen = Mutex::new(Vec::new());
+            chunk
+                .decode_into_regions(&mut out, threads, |region: &mut [u8]| {
+                    assert!(
+                        region.iter().all(|&b| b == 0xA5),
+                        "a region went through init twice"
+                    );
+                    let start = region.as_ptr() as usize;
+                    seen.lock().unwrap().push((start, region.len()));
+                    region.fill(0);
+                    region
+                })
+                .unwrap();
+            assert_eq!(out, data);
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort_unstable();
+            let base = out.as_ptr() as usize;
+            let mut next = base;
+            for (start, len) in seen {
+                assert_eq!(start, next, "regions are disjoint and cover the output");
+                next = start + len;
+            }
+            assert_eq!(next, base + out.len());
+        }
+    }
+}
+
+#[test]
 fn output_does_not_depend_on_thread_count() {
     let data = smooth_f32(&[16, 40000], 5);
     let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 8, 0]

@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::cd_values::{ElementLayout, FilterConfig, UserOptions};
 use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_REVERSE};
-use crate::hdf5::{hdf5, Minor};
+use crate::hdf5::{hdf5, zero_fill, Minor};
 use crate::FILTER_ID;
 
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
@@ -121,11 +121,15 @@ pub unsafe extern "C" fn filter(
             let limit = config.as_ref().map_or(u64::MAX, FilterConfig::decode_limit);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
             let chunk = karoo::Chunk::parse(input, limit).map_err(|e| e.to_string())?;
-            let mut output = api.allocate_zeroed(chunk.decoded_len())?;
+            // Not zero-filled here: each tile's region is, by the thread that decodes
+            // it, just before (parallel, and in cache for the decoder).
+            let mut output = api.allocate_uninit(chunk.decoded_len())?;
             chunk
-                .decode_into(output.as_mut_slice(), threads)
+                .decode_into_regions(output.as_uninit_mut(), threads, zero_fill)
                 .map_err(|e| e.to_string())?;
-            output
+            // SAFETY: decoding succeeded, so every byte went through `zero_fill`
+            // (`decode_into_regions`' contract).
+            unsafe { output.assume_init() }
         } else {
             let config = config.map_err(|e| format!("cannot compress: {e}"))?;
             let packed =

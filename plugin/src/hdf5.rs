@@ -6,6 +6,7 @@
 //! used, and the process-wide symbol scope is the fallback (static builds).
 
 use std::ffi::{c_void, CStr, CString};
+use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int, c_uint};
 
 use once_cell::sync::Lazy;
@@ -379,15 +380,15 @@ impl Hdf5 {
         }
     }
 
-    /// A zero-filled buffer of `len` bytes from HDF5's allocator (calloc if unresolved),
-    /// which HDF5 can take over as a chunk buffer.
-    pub fn allocate_zeroed(&'static self, len: usize) -> Result<Hdf5Buffer, String> {
-        self.allocate_buffer(len, true)
+    /// A buffer of `len` bytes from HDF5's allocator (malloc if unresolved) not yet
+    /// initialised, which HDF5 can take over as a chunk buffer once it is.
+    pub fn allocate_uninit(&'static self, len: usize) -> Result<UninitBuffer, String> {
+        self.allocate_buffer(len).map(UninitBuffer)
     }
 
     /// A buffer from HDF5's allocator holding a copy of `bytes` (no zero fill first).
     pub fn allocate_copy(&'static self, bytes: &[u8]) -> Result<Hdf5Buffer, String> {
-        let buffer = self.allocate_buffer(bytes.len(), false)?;
+        let buffer = self.allocate_buffer(bytes.len())?;
         // SAFETY: the buffer holds at least `bytes.len()` freshly allocated bytes that do
         // not overlap `bytes`; writing through the raw pointer initialises them.
         unsafe {
@@ -396,14 +397,14 @@ impl Hdf5 {
         Ok(buffer)
     }
 
-    fn allocate_buffer(&'static self, len: usize, clear: bool) -> Result<Hdf5Buffer, String> {
+    /// `len` bytes from HDF5's allocator, not initialised.
+    fn allocate_buffer(&'static self, len: usize) -> Result<Hdf5Buffer, String> {
         let size = len.max(1);
         // SAFETY: allocating raw memory; the pointer is checked before use.
         let ptr = unsafe {
-            match (self.allocate, clear) {
-                (Some(allocate), _) => allocate(size, clear),
-                (None, true) => libc::calloc(size, 1),
-                (None, false) => libc::malloc(size),
+            match self.allocate {
+                Some(allocate) => allocate(size, false),
+                None => libc::malloc(size),
             }
         };
         if ptr.is_null() {
@@ -440,13 +441,6 @@ pub struct Hdf5Buffer {
 }
 
 impl Hdf5Buffer {
-    /// The buffer's bytes.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` points at `len` bytes owned by this buffer, initialised by
-        // `allocate_zeroed` (zero fill) or `allocate_copy` (the copy).
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
-    }
-
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -463,5 +457,40 @@ impl Hdf5Buffer {
 impl Drop for Hdf5Buffer {
     fn drop(&mut self) {
         self.api.free(self.ptr);
+    }
+}
+
+/// A buffer from HDF5's allocator whose bytes are not all initialised yet (freed on drop
+/// like [`Hdf5Buffer`]).
+pub struct UninitBuffer(Hdf5Buffer);
+
+impl UninitBuffer {
+    /// The buffer's bytes, possibly uninitialised.
+    pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: `ptr` points at `len` bytes owned by this buffer; `MaybeUninit<u8>`
+        // makes no claim about their contents.
+        unsafe { std::slice::from_raw_parts_mut(self.0.ptr.cast::<MaybeUninit<u8>>(), self.0.len) }
+    }
+
+    /// The buffer, every byte of which has been written.
+    ///
+    /// # Safety
+    ///
+    /// Every byte of [`Self::as_uninit_mut`] must have been initialised.
+    pub unsafe fn assume_init(self) -> Hdf5Buffer {
+        self.0
+    }
+}
+
+/// `region` zero-filled, as initialised bytes.
+pub fn zero_fill(region: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    let len = region.len();
+    let ptr = region.as_mut_ptr().cast::<u8>();
+    // SAFETY: `ptr` points at `len` bytes borrowed mutably for the result's lifetime,
+    // and `write_bytes` initialises every one of them before the slice is made
+    // (`MaybeUninit<u8>` has the layout of `u8`).
+    unsafe {
+        std::ptr::write_bytes(ptr, 0, len);
+        std::slice::from_raw_parts_mut(ptr, len)
     }
 }
