@@ -364,34 +364,68 @@ fn residuals_with<T: Word, M: MapOp>(
     }
 }
 
-/// Sets `seg[i] = step(i, seg[i - s])` for `i` from `s` on, in order (the first `s`
-/// values are set already). Strides of 1, 2 and 4 keep the last `s` values in registers
-/// instead of reloading each just after storing it.
-#[inline(always)]
-fn recur<T: Word>(seg: &mut [T], s: usize, step: impl Fn(usize, T) -> T) {
+/// Restores `seg[i]` for `i` from `s` on, in order, from its residual `res[i]` and its
+/// neighbour `s` values back (the first `s` values are restored already): Lorenzo's
+/// `M::restore(res[i], pred[i] + seg[i - s] - pred[i - s])` with a time prediction
+/// `pred`, or `M::restore(res[i], seg[i - s])` without one. Strides of 1, 2 and 4 keep
+/// the last `s` values in registers and walk the slices in whole steps of `s`, with no
+/// bounds check or index arithmetic per value.
+#[inline(never)]
+fn recur<T: Word, M: MapOp>(seg: &mut [T], s: usize, res: &[T], pred: Option<&[T]>) {
     match s {
-        1 => recur_by::<T, 1>(seg, step),
-        2 => recur_by::<T, 2>(seg, step),
-        4 => recur_by::<T, 4>(seg, step),
+        1 => recur_by::<T, M, 1>(seg, res, pred),
+        2 => recur_by::<T, M, 2>(seg, res, pred),
+        4 => recur_by::<T, M, 4>(seg, res, pred),
         _ => {
             for i in s..seg.len() {
-                seg[i] = step(i, seg[i - s]);
+                let left = seg[i - s];
+                let p = pred.map_or(left, |p| p[i].wrapping_add(left).wrapping_sub(p[i - s]));
+                seg[i] = M::restore(res[i], p);
             }
         }
     }
 }
 
 #[inline(always)]
-fn recur_by<T: Word, const S: usize>(seg: &mut [T], step: impl Fn(usize, T) -> T) {
+fn recur_by<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], pred: Option<&[T]>) {
+    let n = seg.len();
     let Some((first, rest)) = seg.split_first_chunk_mut::<S>() else {
         return;
     };
     let mut last = *first;
-    for (c, chunk) in rest.chunks_mut(S).enumerate() {
-        for (k, v) in chunk.iter_mut().enumerate() {
-            last[k] = step(S + c * S + k, last[k]);
-            *v = last[k];
+    let whole = (n - S) / S * S;
+    let (body, tail) = rest.split_at_mut(whole);
+    let res_body = &res[S..S + whole];
+    match pred {
+        None => {
+            for (v, r) in body.chunks_exact_mut(S).zip(res_body.chunks_exact(S)) {
+                for k in 0..S {
+                    last[k] = M::restore(r[k], last[k]);
+                    v[k] = last[k];
+                }
+            }
         }
+        Some(p) => {
+            let steps = body.chunks_exact_mut(S).zip(res_body.chunks_exact(S)).zip(
+                p[S..S + whole]
+                    .chunks_exact(S)
+                    .zip(p[..whole].chunks_exact(S)),
+            );
+            for ((v, r), (now, back)) in steps {
+                for k in 0..S {
+                    let predicted = now[k].wrapping_add(last[k]).wrapping_sub(back[k]);
+                    last[k] = M::restore(r[k], predicted);
+                    v[k] = last[k];
+                }
+            }
+        }
+    }
+    for (k, v) in tail.iter_mut().enumerate() {
+        let i = S + whole + k;
+        let predicted = pred.map_or(last[k], |p| {
+            p[i].wrapping_add(last[k]).wrapping_sub(p[i - S])
+        });
+        *v = M::restore(res[i], predicted);
     }
 }
 
@@ -500,7 +534,7 @@ fn restore_with<T: Word, M: MapOp>(
                         for (v, &r) in seg.iter_mut().zip(res).take(head) {
                             *v = M::restore(r, T::default());
                         }
-                        recur(seg, s, |i, left| M::restore(res[i], left));
+                        recur::<T, M>(seg, s, res, None);
                     }
                 }
                 None => {
@@ -515,9 +549,7 @@ fn restore_with<T: Word, M: MapOp>(
                         for ((v, &r), &p) in seg.iter_mut().zip(res).zip(p).take(head) {
                             *v = M::restore(r, p);
                         }
-                        recur(seg, s, |i, left| {
-                            M::restore(res[i], p[i].wrapping_add(left).wrapping_sub(p[i - s]))
-                        });
+                        recur::<T, M>(seg, s, res, Some(p));
                     }
                 }
                 Some(p) => {
@@ -572,19 +604,33 @@ mod tests {
 
     #[test]
     fn recurrences_of_every_stride_match_the_plain_loop() {
-        for s in 1..=5 {
-            for len in 0..40 {
-                let residuals: Vec<u32> = (0..len as u32)
-                    .map(|i| i.wrapping_mul(2_654_435_761))
-                    .collect();
-                let mut fast = residuals.clone();
-                recur(&mut fast, s, |i, left| residuals[i] ^ left.rotate_left(3));
-                let mut plain = residuals.clone();
-                for i in s..len {
-                    plain[i] = residuals[i] ^ plain[i - s].rotate_left(3);
+        fn check<M: MapOp>(name: &str) {
+            for s in 1..=5 {
+                for len in 0..40 {
+                    let word = |i: usize, k: u32| (i as u32 ^ k).wrapping_mul(2_654_435_761);
+                    let residuals: Vec<u32> = (0..len).map(|i| word(i, 1)).collect();
+                    let pred: Vec<u32> = (0..len).map(|i| word(i, 7)).collect();
+                    let head: Vec<u32> = (0..len).map(|i| word(i, 3)).collect();
+                    for lorenzo in [false, true] {
+                        let mut fast = head.clone();
+                        let p = lorenzo.then_some(&pred[..]);
+                        recur::<u32, M>(&mut fast, s, &residuals, p);
+                        let mut plain = head.clone();
+                        for i in s..len {
+                            let left = plain[i - s];
+                            let predicted = if lorenzo {
+                                pred[i].wrapping_add(left).wrapping_sub(pred[i - s])
+                            } else {
+                                left
+                            };
+                            plain[i] = M::restore(residuals[i], predicted);
+                        }
+                        assert_eq!(fast, plain, "{name}, stride {s}, length {len}, {lorenzo}");
+                    }
                 }
-                assert_eq!(fast, plain, "stride {s}, length {len}");
             }
         }
+        check::<XorOp>("xor");
+        check::<SubtractOp>("subtract");
     }
 }
