@@ -125,8 +125,6 @@ pub struct RowPredictor<T: Word> {
     trend: Vec<i128>,
     prediction: Vec<T>,
     scratch: Vec<u128>,
-    /// Column sums of the rows in the history (mean predictors, words of up to 32 bits).
-    sums: Vec<u64>,
 }
 
 impl<T: Word> RowPredictor<T> {
@@ -140,7 +138,6 @@ impl<T: Word> RowPredictor<T> {
             trend: Vec::new(),
             prediction: Vec::new(),
             scratch: Vec::new(),
-            sums: Vec::new(),
         }
     }
 
@@ -152,7 +149,6 @@ impl<T: Word> RowPredictor<T> {
         self.rows.clear();
         self.level.clear();
         self.trend.clear();
-        self.sums.clear();
     }
 
     /// An empty buffer to fill with the next row and hand to [`Self::observe`].
@@ -203,22 +199,7 @@ impl<T: Word> RowPredictor<T> {
                     }
                 }
             }
-            Predictor::Mean(_) if T::BITS <= 32 => {
-                // The column sums of the rows in the history, kept up to date by
-                // `observe`.
-                let count = seen as u64;
-                if count.is_power_of_two() {
-                    let shift = count.trailing_zeros();
-                    for (o, &s) in out.iter_mut().zip(self.sums.iter()) {
-                        *o = T::from_u64(s >> shift);
-                    }
-                } else {
-                    for (o, &s) in out.iter_mut().zip(self.sums.iter()) {
-                        *o = T::from_u64(s / count);
-                    }
-                }
-            }
-            Predictor::Mean(_) => mean_of(&self.rows, out),
+            Predictor::Mean(_) => mean(&self.rows, out),
             Predictor::Median(_) => {
                 for (c, o) in out.iter_mut().enumerate() {
                     self.scratch.clear();
@@ -247,23 +228,6 @@ impl<T: Word> RowPredictor<T> {
         if self.kind == Predictor::Holt {
             self.observe_holt(&row);
         }
-        if matches!(self.kind, Predictor::Mean(_)) && T::BITS <= 32 {
-            // Rows within a plane never get longer, so the sums of the first row's
-            // columns cover every later prediction.
-            if self.rows.len() == self.kind.history() {
-                if let Some(oldest) = self.rows.last() {
-                    for (s, &x) in self.sums.iter_mut().zip(oldest) {
-                        *s -= x.to_u64();
-                    }
-                }
-            }
-            if self.sums.is_empty() {
-                self.sums.resize(row.len(), 0);
-            }
-            for (s, &x) in self.sums.iter_mut().zip(&row) {
-                *s += x.to_u64();
-            }
-        }
         if self.rows.len() == self.kind.history() {
             if let Some(oldest) = self.rows.pop() {
                 self.spare = oldest;
@@ -288,8 +252,57 @@ impl<T: Word> RowPredictor<T> {
     }
 }
 
-/// Writes into `out` the integer mean of `rows` column by column (truncated), for
-/// 64-bit words (sums in 128 bits; narrower words keep running sums instead).
+/// Writes into `out` the integer mean of the first `out.len()` columns of `rows`,
+/// column by column (truncated), for a history of 1 to 8 rows (more take a slower loop).
+fn mean<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
+    let n = out.len();
+    match rows.len() {
+        2 => mean_pow2::<T, 2>(std::array::from_fn(|j| &rows[j][..n]), out),
+        4 => mean_pow2::<T, 4>(std::array::from_fn(|j| &rows[j][..n]), out),
+        8 => mean_pow2::<T, 8>(std::array::from_fn(|j| &rows[j][..n]), out),
+        3 => mean_by::<T, 3>(std::array::from_fn(|j| &rows[j][..n]), out),
+        5 => mean_by::<T, 5>(std::array::from_fn(|j| &rows[j][..n]), out),
+        6 => mean_by::<T, 6>(std::array::from_fn(|j| &rows[j][..n]), out),
+        7 => mean_by::<T, 7>(std::array::from_fn(|j| &rows[j][..n]), out),
+        _ => mean_of(rows, out),
+    }
+}
+
+/// The mean of `N = 2^k` rows in the words' own width: `floor(sum / 2^k)` is the sum
+/// of the values shifted right by `k` plus the sum of their low `k` bits shifted right
+/// by `k`, and neither sum overflows (`2^k` values below `2^(BITS - k)`).
+#[inline(always)]
+fn mean_pow2<T: Word, const N: usize>(rows: [&[T]; N], out: &mut [T]) {
+    let k = N.trailing_zeros();
+    let low = T::from_u64((1 << k) - 1);
+    for (c, o) in out.iter_mut().enumerate() {
+        let mut high_sum = T::default();
+        let mut low_sum = T::default();
+        for row in rows {
+            high_sum = high_sum.wrapping_add(row[c].shr_or_zero(k));
+            low_sum = low_sum.wrapping_add(row[c] & low);
+        }
+        *o = high_sum.wrapping_add(low_sum.shr_or_zero(k));
+    }
+}
+
+/// The mean of `N` rows (not a power of two: a history still filling up), summed in
+/// 64 bits for words of up to 32 bits, in 128 bits for wider ones.
+#[inline(always)]
+fn mean_by<T: Word, const N: usize>(rows: [&[T]; N], out: &mut [T]) {
+    for (c, o) in out.iter_mut().enumerate() {
+        *o = if T::BITS <= 32 {
+            let sum: u64 = rows.iter().map(|row| row[c].to_u64()).sum();
+            T::from_u64(sum / N as u64)
+        } else {
+            let sum: u128 = rows.iter().map(|row| u128::from(row[c].to_u64())).sum();
+            T::from_u64((sum / N as u128) as u64)
+        };
+    }
+}
+
+/// Writes into `out` the integer mean of `rows` column by column (truncated), summed in
+/// 128 bits: any number of rows.
 fn mean_of<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
     let count = rows.len() as u128;
     for (c, o) in out.iter_mut().enumerate() {
@@ -359,6 +372,37 @@ mod tests {
         assert_eq!(predict_after(Predictor::Holt, &rows), [1399]);
         assert_eq!(predict_after(Predictor::Holt, &rows[..1]), [1000]);
         assert_eq!(predict_after(Predictor::Holt, &rows[..2]), [1009]);
+    }
+
+    #[test]
+    fn means_of_every_history_length_match_a_wide_sum_at_every_word_size() {
+        fn check<T: Word>() {
+            let max = u64::MAX >> (64 - T::BITS);
+            // Extremes (all ones, top bit, low bits set) and a spread of values.
+            let column = |j: usize, c: usize| -> T {
+                T::from_u64(match (j + c) % 5 {
+                    0 => max,
+                    1 => max >> 1 ^ max,
+                    2 => max.wrapping_mul(c as u64 + 1) >> (j % 3),
+                    3 => (c * 7 + j) as u64 & max,
+                    _ => max - j as u64,
+                })
+            };
+            for history in 1..=8 {
+                let rows: Vec<Vec<T>> = (0..history)
+                    .map(|j| (0..40).map(|c| column(j, c)).collect())
+                    .collect();
+                let mut out = vec![T::default(); 37];
+                mean(&rows, &mut out);
+                let mut wide = vec![T::default(); 37];
+                mean_of(&rows, &mut wide);
+                assert_eq!(out, wide, "{} bits, {history} rows", T::BITS);
+            }
+        }
+        check::<u8>();
+        check::<u16>();
+        check::<u32>();
+        check::<u64>();
     }
 
     #[test]
