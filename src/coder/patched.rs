@@ -994,11 +994,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn listed_positions_out_of_order_are_rejected_on_every_path() {
-        // Group 0: zeros but for 200 at 3 and 255 at 9 (b = 0, a list of two 8-bit high
-        // parts: dropping one leaves no padding bits to catch it), then enough groups for
-        // the whole-group path to take group 0.
+    /// Values whose group 0 is zeros but for 200 at 3 and 255 at 9 (b = 0, a list of two
+    /// 8-bit high parts at bytes 4 and 5: dropping one leaves no padding bits to catch
+    /// it), then enough groups for the whole-group path to take group 0; and their
+    /// coding.
+    fn two_listed_exceptions() -> (Vec<u32>, Vec<u8>) {
         let mut values = vec![0u32; 32 * 12];
         values[3] = 200;
         values[9] = 255;
@@ -1009,6 +1009,30 @@ mod tests {
         encode(&values, &mut coded);
         assert_eq!(&coded[..2], &[HAS_EXCEPTIONS, LIST | 8]);
         assert_eq!((coded[2] & 7, coded[2] >> 3, coded[3] & 31), (2, 3, 9));
+        assert_eq!(&coded[4..6], &[200, 255]);
+        (values, coded)
+    }
+
+    #[test]
+    fn zero_high_parts_are_rejected_on_every_path() {
+        let (values, coded) = two_listed_exceptions();
+        for at in [4, 5] {
+            let mut corrupt = coded.clone();
+            corrupt[at] = 0;
+            for simd in [None, Avx2::detect()] {
+                let mut out = vec![0u32; values.len()];
+                let error = decode_with(&corrupt, &mut out, simd).unwrap_err();
+                assert_eq!(
+                    error, "patched: an exception without high bits in group 0",
+                    "byte {at}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn listed_positions_out_of_order_are_rejected_on_every_path() {
+        let (values, coded) = two_listed_exceptions();
         for (second, message) in [
             (3, "position 3 out of order"),
             (2, "position 2 out of order"),
