@@ -348,7 +348,7 @@ fn residuals_with<T: Word, M: MapOp>(
                             dst[c] = M::residual(cur[c], p[c]);
                         }
                         for c in head.end..run.end {
-                            let predicted = p[c].wrapping_add(cur[c - s]).wrapping_sub(p[c - s]);
+                            let predicted = lorenzo_prediction(p[c], cur[c - s], p[c - s]);
                             dst[c] = M::residual(cur[c], predicted);
                         }
                     }
@@ -362,6 +362,13 @@ fn residuals_with<T: Word, M: MapOp>(
             rp.observe(cur);
         }
     }
+}
+
+/// Lorenzo's prediction of a value from its time prediction `now`, its neighbour along
+/// the innermost axis `left`, and the neighbour's time prediction `back`.
+#[inline(always)]
+fn lorenzo_prediction<T: Word>(now: T, left: T, back: T) -> T {
+    now.wrapping_add(left).wrapping_sub(back)
 }
 
 /// Restores `seg[i]` for `i` from `s` on, in order, from its residual `res[i]` and its
@@ -379,7 +386,7 @@ fn recur<T: Word, M: MapOp>(seg: &mut [T], s: usize, res: &[T], pred: Option<&[T
         _ => {
             for i in s..seg.len() {
                 let left = seg[i - s];
-                let p = pred.map_or(left, |p| p[i].wrapping_add(left).wrapping_sub(p[i - s]));
+                let p = pred.map_or(left, |p| lorenzo_prediction(p[i], left, p[i - s]));
                 seg[i] = M::restore(res[i], p);
             }
         }
@@ -413,7 +420,7 @@ fn recur_by<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], pred: O
             );
             for ((v, r), (now, back)) in steps {
                 for k in 0..S {
-                    let predicted = now[k].wrapping_add(last[k]).wrapping_sub(back[k]);
+                    let predicted = lorenzo_prediction(now[k], last[k], back[k]);
                     last[k] = M::restore(r[k], predicted);
                     v[k] = last[k];
                 }
@@ -422,9 +429,7 @@ fn recur_by<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], pred: O
     }
     for (k, v) in tail.iter_mut().enumerate() {
         let i = S + whole + k;
-        let predicted = pred.map_or(last[k], |p| {
-            p[i].wrapping_add(last[k]).wrapping_sub(p[i - S])
-        });
+        let predicted = pred.map_or(last[k], |p| lorenzo_prediction(p[i], last[k], p[i - S]));
         *v = M::restore(res[i], predicted);
     }
 }
@@ -526,7 +531,8 @@ fn restore_with<T: Word, M: MapOp>(
             let mut cur = rp.take_row(width);
             let out = rows.row(k, j, width * w);
             let s = spatial.stride;
-            match rp.predict(width) {
+            // Whether the arm stored the row already.
+            let stored = match rp.predict(width) {
                 None if spatial_first => {
                     for run in runs(tile.col0, width, spatial) {
                         let (seg, res) = (&mut cur[run.clone()], &r[run]);
@@ -536,11 +542,13 @@ fn restore_with<T: Word, M: MapOp>(
                         }
                         recur::<T, M>(seg, s, res, None);
                     }
+                    false
                 }
                 None => {
                     for (v, &r) in cur.iter_mut().zip(r) {
                         *v = M::restore(r, T::default());
                     }
+                    false
                 }
                 Some(p) if lorenzo => {
                     for run in runs(tile.col0, width, spatial) {
@@ -551,6 +559,7 @@ fn restore_with<T: Word, M: MapOp>(
                         }
                         recur::<T, M>(seg, s, res, Some(p));
                     }
+                    false
                 }
                 Some(p) => {
                     // The common case: restore, keep for the next prediction and store
@@ -560,13 +569,13 @@ fn restore_with<T: Word, M: MapOp>(
                         *v = M::restore(r, p);
                         M::from_int(*v).store(dst);
                     }
-                    digest.update(out);
-                    rp.observe(cur);
-                    continue;
+                    true
                 }
-            }
-            for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
-                M::from_int(m).store(dst);
+            };
+            if !stored {
+                for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
+                    M::from_int(m).store(dst);
+                }
             }
             digest.update(out);
             rp.observe(cur);
