@@ -276,16 +276,38 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
 #[inline(always)]
 fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: Option<Avx2>) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
-    let mut scratch = [0u8; SCRATCH];
+    // Groups are coded one after another into a batch buffer and the batch appended
+    // whole: one large copy instead of a small one per group.
+    let mut batch = [0u8; BATCH];
+    let mut at = 0;
     let mut full = values.chunks_exact(GROUP);
     for group in &mut full {
-        let len = encode_group(group, &mut scratch, simd);
-        out.extend_from_slice(&scratch[..len]);
+        if at > BATCH - SCRATCH {
+            out.extend_from_slice(&batch[..at]);
+            at = 0;
+        }
+        at += encode_group(group, scratch_at(&mut batch, at), simd);
     }
     if !full.remainder().is_empty() {
-        let len = encode_group(full.remainder(), &mut scratch, None);
-        out.extend_from_slice(&scratch[..len]);
+        if at > BATCH - SCRATCH {
+            out.extend_from_slice(&batch[..at]);
+            at = 0;
+        }
+        at += encode_group(full.remainder(), scratch_at(&mut batch, at), None);
     }
+    out.extend_from_slice(&batch[..at]);
+}
+
+/// Bytes of the encoder's batch buffer: many groups' codings, appended to the output
+/// together.
+const BATCH: usize = 16 * 1024;
+
+/// The group scratch at `at` in `batch` (`at <= BATCH - SCRATCH`).
+#[inline(always)]
+fn scratch_at(batch: &mut [u8; BATCH], at: usize) -> &mut [u8; SCRATCH] {
+    (&mut batch[at..at + SCRATCH])
+        .try_into()
+        .expect("the scratch fits in the batch")
 }
 
 /// Bytes of the encoder's scratch: the largest group coding (headers, low bits at the
@@ -887,6 +909,21 @@ mod tests {
         assert_eq!(encoded(&[0u32; 32]), [0]);
         assert_eq!(encoded(&[0u64; 40]), [0, 0]);
         assert!(encoded::<u16>(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_long_coding_is_its_groups_codings_in_order() {
+        // Wide random words: over 16 KiB of output, so the batch buffer is flushed
+        // many times, and a ragged last group.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let values: Vec<u32> = (0..32 * 700 + 5)
+            .map(|i| rng.gen::<u32>() >> (i % 32))
+            .collect();
+        let whole = encoded(&values);
+        let groups: Vec<u8> = values.chunks(GROUP).flat_map(encoded).collect();
+        assert!(whole.len() > 3 * BATCH);
+        assert_eq!(whole, groups);
     }
 
     #[test]
