@@ -184,8 +184,11 @@ impl Avx2 {
         unreachable!("no `Avx2` exists off x86_64")
     }
 
-    /// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call
-    /// (keep what `f` runs `#[inline(always)]`), so the kernels inline into it too.
+    /// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call, so
+    /// the kernels inline into it too. Pass an `#[inline(always)]` closure and keep what
+    /// it runs `#[inline(always)]`: a plain closure around a large loop is not inlined,
+    /// and then runs without AVX2 and calls every kernel out of line (measured: the
+    /// coder's loops had no AVX instruction until the closures were marked).
     #[inline(always)]
     pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
         // SAFETY: AVX2 and POPCNT are present (`self` proves it).

@@ -266,7 +266,10 @@ fn kernels_for<T: Word>() -> Option<Avx2> {
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
     match kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
-        Some(avx2) => avx2.run(|| encode_with(values, out, Some(avx2))),
+        Some(avx2) => avx2.run(
+            #[inline(always)]
+            || encode_with(values, out, Some(avx2)),
+        ),
         None => encode_with(values, out, None),
     }
 }
@@ -478,7 +481,10 @@ fn low_mask(n: u32) -> u64 {
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
     match kernels_for::<T>() {
         // The whole loop compiled for AVX2, so the kernels inline into it.
-        Some(avx2) => avx2.run(|| decode_with(input, out, Some(avx2))),
+        Some(avx2) => avx2.run(
+            #[inline(always)]
+            || decode_with(input, out, Some(avx2)),
+        ),
         None => decode_with(input, out, None),
     }
 }
@@ -873,7 +879,19 @@ fn fixed_field<T: Word>(src: &[u8], index: usize, width: u32) -> u64 {
 
 /// Encoded size in bits of `values` (exact, whole bytes per group).
 pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
-    let simd = kernels_for::<T>();
+    match kernels_for::<T>() {
+        Some(avx2) => avx2.run(
+            #[inline(always)]
+            || estimate_with(values, Some(avx2)),
+        ),
+        None => estimate_with(values, None),
+    }
+}
+
+/// [`estimate_bits`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
+/// without.
+#[inline(always)]
+fn estimate_with<T: Word>(values: &[T], simd: Option<Avx2>) -> u64 {
     let mut full = values.chunks_exact(GROUP);
     let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
     if !full.remainder().is_empty() {
