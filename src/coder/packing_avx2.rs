@@ -1,7 +1,8 @@
 //! AVX2 kernels of patched packing for groups of 32 32-bit words. For the decoder:
 //! unpacking 32 fixed-width fields, and expanding packed exception high parts to their
-//! positions. For the encoder: surveying a group's bit lengths (how many values each
-//! width leaves as exceptions), and locating and gathering the exceptions' high parts.
+//! positions. For the encoder: choosing a group's layout (counting the values each width
+//! leaves as exceptions and sizing every width at once), and locating and gathering the
+//! exceptions' high parts.
 //!
 //! Each produces exactly what the portable loops in [`super::patched`] produce (tests
 //! compare them); the coder uses them when the CPU has AVX2 (detected at run time: an
@@ -99,6 +100,19 @@ static EXPAND: [[u32; 8]; 256] = {
     table
 };
 
+/// A group's layout as [`Avx2::choose`] picks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupLayout {
+    /// Bit length of the widest value (0 for a group of zeros).
+    pub widest: u32,
+    /// Width of the packed low bits.
+    pub width: u32,
+    /// Values longer than `width` bits (exceptions).
+    pub exceptions: u32,
+    /// The group's coded size in bits.
+    pub bits: u32,
+}
+
 /// Proof that the CPU runs these kernels (AVX2 and POPCNT, detected at run time): only
 /// [`Avx2::detect`] makes one, so the kernels, its methods, need not check again on
 /// every call.
@@ -150,20 +164,19 @@ impl Avx2 {
         unreachable!("no `Avx2` exists off x86_64")
     }
 
-    /// `finish(above, widest)`, where `widest` is the bit length of the widest of
-    /// `values` and `above[b]` how many values are longer than `b` bits, for each
-    /// `b < widest` (the rest of `above` is zero). `finish` is compiled with AVX2 enabled
-    /// when inlined (keep it small and `#[inline(always)]`).
-    pub fn survey_then<R>(
-        self,
-        values: &[u32; GROUP],
-        finish: impl FnOnce(&[u32; 64], u32) -> R,
-    ) -> R {
+    /// The smallest patched layout of a whole group of 32-bit words: the width `b` of
+    /// its low bits minimising the group's coded size in bits, `16 + 32 b +
+    /// 8 positions(k) + 8 ceil(k (widest - b) / 8)` with `k` the values longer than `b`
+    /// bits and `positions(k) = min(ceil((3 + 5 k) / 8), 4)` (a list or a bitmap), or
+    /// `8 + 32 widest` with no exceptions at `b = widest`; the widest such `b` among
+    /// equals. The same choice as the encoder's portable search (tests compare them).
+    #[inline]
+    pub fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
         // SAFETY: AVX2 and POPCNT are present (`self` proves it); the kernel reads
-        // `values` and writes its own array within their lengths.
+        // `values` and its own arrays within their lengths.
         #[cfg(target_arch = "x86_64")]
         unsafe {
-            x86::survey_then(values, finish)
+            x86::choose(values)
         }
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("no `Avx2` exists off x86_64")
@@ -235,7 +248,7 @@ static COMPACT: [[u32; 8]; 256] = {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{COMPACT, EXPAND, GROUP, STEPS};
+    use super::{GroupLayout, COMPACT, EXPAND, GROUP, STEPS};
 
     /// # Safety
     ///
@@ -291,43 +304,95 @@ mod x86 {
         )
     }
 
-    /// # Safety
+    /// See [`super::Avx2::choose`].
     ///
-    /// AVX2 and POPCNT must be present.
-    #[target_feature(enable = "avx2,popcnt")]
-    pub unsafe fn survey_then<R>(
-        values: &[u32; GROUP],
-        finish: impl FnOnce(&[u32; 64], u32) -> R,
-    ) -> R {
-        let mut above = [0u32; 64];
-        let widest = survey(values, &mut above);
-        finish(&above, widest)
-    }
-
     /// # Safety
     ///
     /// AVX2 and POPCNT must be present.
     #[target_feature(enable = "avx2,popcnt")]
     #[inline]
-    unsafe fn survey(values: &[u32; GROUP], above: &mut [u32; 64]) -> u32 {
+    pub unsafe fn choose(values: &[u32; GROUP]) -> GroupLayout {
         let v = load_group(values);
         let any = _mm256_or_si256(_mm256_or_si256(v[0], v[1]), _mm256_or_si256(v[2], v[3]));
         let widest = 32 - horizontal_or(any).leading_zeros();
+        let plain = GroupLayout {
+            widest,
+            width: widest,
+            exceptions: 0,
+            bits: 8 + 32 * widest,
+        };
         if widest == 0 {
-            return 0;
+            return plain;
         }
         // The 32 lengths as bytes (in an order of their own: only counts matter here).
         let lengths = _mm256_packs_epi16(
             _mm256_packs_epi32(bit_lengths(v[0]), bit_lengths(v[1])),
             _mm256_packs_epi32(bit_lengths(v[2]), bit_lengths(v[3])),
         );
+        // Values longer than each width, counted one width at a time (the widths from
+        // `widest` on have none).
+        let mut count = [0u16; GROUP];
         let mut width = _mm256_setzero_si256();
-        for count in above.iter_mut().take(widest as usize) {
+        for c in count.iter_mut().take(widest as usize) {
             let longer = _mm256_movemask_epi8(_mm256_cmpgt_epi8(lengths, width)) as u32;
-            *count = longer.count_ones();
+            *c = longer.count_ones() as u16;
             width = _mm256_add_epi8(width, _mm256_set1_epi8(1));
         }
-        widest
+        // SAFETY: `count` holds 32 16-bit values: two vectors.
+        let counts = unsafe {
+            [
+                _mm256_loadu_si256(count.as_ptr().cast()),
+                _mm256_loadu_si256(count.as_ptr().add(16).cast()),
+            ]
+        };
+        // Each width's size and the width itself in one 16-bit key, `bits << 5 |
+        // (31 - b)`, so the least key is the smallest size and the widest width among
+        // equals (at most 16 + 32 * 32 + 32 = 1072 bits: the key fits). Widths from
+        // `widest` on have no exceptions and cost 24 + 32 b bits there, more than
+        // `plain`: they never win, so they need no mask.
+        let widest16 = _mm256_set1_epi16(widest as i16);
+        let key = |k: __m256i, b: __m256i| {
+            let high = _mm256_srli_epi16(
+                _mm256_add_epi16(
+                    _mm256_mullo_epi16(k, _mm256_sub_epi16(widest16, b)),
+                    _mm256_set1_epi16(7),
+                ),
+                3,
+            );
+            let five_k = _mm256_add_epi16(k, _mm256_slli_epi16(k, 2));
+            let positions = _mm256_min_epu16(
+                _mm256_srli_epi16(_mm256_add_epi16(five_k, _mm256_set1_epi16(10)), 3),
+                _mm256_set1_epi16(4),
+            );
+            let lows = _mm256_add_epi16(_mm256_set1_epi16(16), _mm256_slli_epi16(b, 5));
+            let bits = _mm256_add_epi16(
+                lows,
+                _mm256_slli_epi16(_mm256_add_epi16(positions, high), 3),
+            );
+            _mm256_or_si256(
+                _mm256_slli_epi16(bits, 5),
+                _mm256_sub_epi16(_mm256_set1_epi16(31), b),
+            )
+        };
+        let low_widths = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let high_widths = _mm256_add_epi16(low_widths, _mm256_set1_epi16(16));
+        let keys = _mm256_min_epu16(key(counts[0], low_widths), key(counts[1], high_widths));
+        let keys = _mm_min_epu16(
+            _mm256_castsi256_si128(keys),
+            _mm256_extracti128_si256(keys, 1),
+        );
+        let least = _mm_cvtsi128_si32(_mm_minpos_epu16(keys)) as u32 & 0xffff;
+        let bits = least >> 5;
+        if bits >= plain.bits {
+            return plain;
+        }
+        let width = 31 - (least & 31);
+        GroupLayout {
+            widest,
+            width,
+            exceptions: u32::from(count[width as usize]),
+            bits,
+        }
     }
 
     /// # Safety
@@ -534,20 +599,58 @@ mod tests {
         32 - v.leading_zeros()
     }
 
+    /// The layout `Avx2::choose` documents, by trying every width.
+    fn smallest_by_trial(values: &[u32; GROUP]) -> GroupLayout {
+        let widest = values.iter().map(|&v| bit_length(v)).max().unwrap();
+        let mut best = GroupLayout {
+            widest,
+            width: widest,
+            exceptions: 0,
+            bits: 8 + 32 * widest,
+        };
+        // Narrower widths from the widest down: a tie keeps the wider.
+        for b in (0..widest).rev() {
+            let k = values.iter().filter(|&&v| bit_length(v) > b).count() as u32;
+            let positions = (3 + 5 * k).div_ceil(8).min(4);
+            let bits = 16 + 32 * b + 8 * positions + 8 * (k * (widest - b)).div_ceil(8);
+            if bits < best.bits {
+                best = GroupLayout {
+                    widest,
+                    width: b,
+                    exceptions: k,
+                    bits,
+                };
+            }
+        }
+        best
+    }
+
     #[test]
-    fn survey_counts_the_values_longer_than_each_width() {
+    fn chooses_the_smallest_layout_and_the_widest_among_equals() {
         let Some(avx2) = Avx2::detect() else {
             return;
         };
-        for values in encoder_groups() {
-            let (above, widest) = avx2.survey_then(&values, |above, widest| (*above, widest));
-            let expected = values.iter().map(|&v| bit_length(v)).max().unwrap();
-            assert_eq!(widest, expected, "{values:x?}");
-            for (b, &count) in above.iter().enumerate() {
-                let longer = values.iter().filter(|&&v| bit_length(v) > b as u32).count();
-                let longer = if b < widest as usize { longer } else { 0 };
-                assert_eq!(count as usize, longer, "width {b} of {values:x?}");
-            }
+        let mut groups = encoder_groups();
+        // Groups of two lengths whose sizes tie at two or more widths (found by trying
+        // every width): (length of the rest, length of `n` values, n).
+        for (rest, length, n) in [
+            (7, 32, 25),
+            (4, 2, 21),
+            (24, 14, 4),
+            (6, 28, 30),
+            (18, 5, 6),
+        ] {
+            let value = |bits: u32| u32::MAX.checked_shr(32 - bits).unwrap_or(0);
+            groups.push(std::array::from_fn(|i| {
+                value(if i < n { length } else { rest })
+            }));
+        }
+        for values in groups {
+            assert_eq!(
+                avx2.choose(&values),
+                smallest_by_trial(&values),
+                "{values:x?}"
+            );
         }
     }
 

@@ -146,7 +146,18 @@ fn choose<T: Word>(group: &[T], simd: Option<Avx2>) -> Choice {
     let m = group.len();
     match simd_words(group, simd) {
         Some((avx2, words)) => {
-            avx2.survey_then(words, |above, widest| smallest::<u32>(above, widest, GROUP))
+            let layout = avx2.choose(words);
+            let exceptions = layout.exceptions as usize;
+            Choice {
+                b: layout.width,
+                e: if exceptions == 0 {
+                    0
+                } else {
+                    layout.widest - layout.width
+                },
+                exceptions,
+                bits: layout.bits,
+            }
         }
         None => {
             let mut above = [0u32; 64];
