@@ -337,17 +337,28 @@ fn residuals_with<T: Word, M: MapOp>(
                 break;
             }
             let at = g.offset(plane, row, cols.start) * w;
-            let mut cur = rp.take_buffer();
-            cur.extend(
-                src[at..at + width * w]
-                    .chunks_exact(w)
-                    .map(|x| M::to_int(T::load(x))),
-            );
+            let words = src[at..at + width * w].chunks_exact(w);
+            let mut cur = rp.take_row(width);
             let start = out.len();
             out.resize(start + width, T::default());
             let dst = &mut out[start..];
             let s = spatial.stride;
-            match rp.predict(width) {
+            let prediction = rp.predict(width);
+            if let (Some(p), false) = (prediction, lorenzo) {
+                // The common case in one pass: each word read once, kept as history and
+                // its residual stored.
+                for (((c, d), x), &p) in cur.iter_mut().zip(dst.iter_mut()).zip(words).zip(p) {
+                    let m = M::to_int(T::load(x));
+                    *c = m;
+                    *d = M::residual(m, p);
+                }
+                rp.observe(cur);
+                continue;
+            }
+            for (c, x) in cur.iter_mut().zip(words) {
+                *c = M::to_int(T::load(x));
+            }
+            match prediction {
                 None if spatial_first => {
                     for run in runs(cols.start, width, spatial) {
                         for c in run.clone() {
@@ -365,7 +376,8 @@ fn residuals_with<T: Word, M: MapOp>(
                         *d = M::residual(m, T::default());
                     }
                 }
-                Some(p) if lorenzo => {
+                // Lorenzo (the plain time prediction took the one-pass loop above).
+                Some(p) => {
                     for run in runs(cols.start, width, spatial) {
                         let head = run.start..(run.start + s).min(run.end);
                         for c in head.clone() {
@@ -375,11 +387,6 @@ fn residuals_with<T: Word, M: MapOp>(
                             let predicted = lorenzo_prediction(p[c], cur[c - s], p[c - s]);
                             dst[c] = M::residual(cur[c], predicted);
                         }
-                    }
-                }
-                Some(p) => {
-                    for ((d, &m), &p) in dst.iter_mut().zip(&cur).zip(p) {
-                        *d = M::residual(m, p);
                     }
                 }
             }
