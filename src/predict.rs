@@ -151,13 +151,6 @@ impl<T: Word> RowPredictor<T> {
         self.trend.clear();
     }
 
-    /// An empty buffer to fill with the next row and hand to [`Self::observe`].
-    pub fn take_buffer(&mut self) -> Vec<T> {
-        let mut buffer = std::mem::take(&mut self.spare);
-        buffer.clear();
-        buffer
-    }
-
     /// A buffer of `len` values for the next row, to fill and hand to [`Self::observe`]:
     /// recycled from the oldest row, so its values are stale (overwrite every one).
     pub fn take_row(&mut self, len: usize) -> Vec<T> {
@@ -422,8 +415,8 @@ mod tests {
         let mut p = RowPredictor::<u32>::new(Predictor::Zero);
         for t in 0..5u32 {
             assert!(p.predict(1).is_none());
-            let mut row = p.take_buffer();
-            row.push(t);
+            let mut row = p.take_row(1);
+            row[0] = t;
             p.observe(row);
         }
         assert!(p.rows.is_empty());

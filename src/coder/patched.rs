@@ -292,36 +292,44 @@ fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: Option<Avx2>) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
     // Groups are coded one after another into a batch buffer and the batch appended
     // whole: one large copy instead of a small one per group.
-    let mut batch = [0u8; BATCH];
-    let mut at = 0;
+    let mut batch = Batch {
+        bytes: [0u8; BATCH],
+        len: 0,
+    };
     let mut full = values.chunks_exact(GROUP);
     for group in &mut full {
-        if at > BATCH - SCRATCH {
-            out.extend_from_slice(&batch[..at]);
-            at = 0;
-        }
-        at += encode_group(group, scratch_at(&mut batch, at), simd);
+        batch.code(group, simd, out);
     }
     if !full.remainder().is_empty() {
-        if at > BATCH - SCRATCH {
-            out.extend_from_slice(&batch[..at]);
-            at = 0;
-        }
-        at += encode_group(full.remainder(), scratch_at(&mut batch, at), None);
+        batch.code(full.remainder(), None, out);
     }
-    out.extend_from_slice(&batch[..at]);
+    out.extend_from_slice(&batch.bytes[..batch.len]);
 }
 
 /// Bytes of the encoder's batch buffer: many groups' codings, appended to the output
 /// together.
 const BATCH: usize = 16 * 1024;
 
-/// The group scratch at `at` in `batch` (`at <= BATCH - SCRATCH`).
-#[inline(always)]
-fn scratch_at(batch: &mut [u8; BATCH], at: usize) -> &mut [u8; SCRATCH] {
-    (&mut batch[at..at + SCRATCH])
-        .try_into()
-        .expect("the scratch fits in the batch")
+/// The groups coded since the batch was last appended to the output.
+struct Batch {
+    bytes: [u8; BATCH],
+    len: usize,
+}
+
+impl Batch {
+    /// Codes `group` after the batch's groups, first appending them to `out` when the
+    /// largest group coding might not fit.
+    #[inline(always)]
+    fn code<T: Word>(&mut self, group: &[T], simd: Option<Avx2>, out: &mut Vec<u8>) {
+        if self.len > BATCH - SCRATCH {
+            out.extend_from_slice(&self.bytes[..self.len]);
+            self.len = 0;
+        }
+        let scratch = (&mut self.bytes[self.len..self.len + SCRATCH])
+            .try_into()
+            .expect("the scratch fits in the batch");
+        self.len += encode_group(group, scratch, simd);
+    }
 }
 
 /// Bytes of the encoder's scratch: the largest group coding (headers, low bits at the
