@@ -15,6 +15,55 @@ use crate::tile::{self, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
+    compress_parts(data, params).map(Packed::into_vec)
+}
+
+/// A compressed chunk as [`compress_parts`] leaves it: the header and each tile's
+/// payload in separate buffers, the chunk being their concatenation. Copy the parts
+/// straight to where the chunk goes instead of concatenating them first; dropping it
+/// hands its buffers back for reuse.
+#[derive(Debug)]
+pub struct Packed {
+    parts: Vec<Vec<u8>>,
+}
+
+impl Packed {
+    /// Bytes of the whole chunk.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    /// Whether the chunk is empty (never: it always has a header).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The chunk's parts, in order.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts.iter().map(Vec::as_slice)
+    }
+
+    /// The whole chunk in one buffer (the first part's, when it is the only one).
+    pub fn into_vec(mut self) -> Vec<u8> {
+        let mut parts = std::mem::take(&mut self.parts).into_iter();
+        let mut out = parts.next().unwrap_or_default();
+        out.reserve(parts.as_slice().iter().map(Vec::len).sum());
+        for part in parts {
+            out.extend_from_slice(&part);
+            buffers::give(part);
+        }
+        out
+    }
+}
+
+impl Drop for Packed {
+    fn drop(&mut self) {
+        self.parts.drain(..).for_each(buffers::give);
+    }
+}
+
+/// [`compress`], leaving the chunk in parts (see [`Packed`]).
+pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
     let shape = params.validate(data.len())?;
     let geometry = Geometry::from_shape(&shape, params.time_axis, params.lag)?;
     let spatial = spatial(&shape, params.time_axis, params.components);
@@ -54,16 +103,16 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
         header.write(&mut out);
         out.extend_from_slice(data);
         payloads.into_iter().for_each(buffers::give);
-        return Ok(out);
+        return Ok(Packed { parts: vec![out] });
     }
     header.tile_sizes = payloads.iter().map(|p| p.len() as u32).collect();
-    let mut out = buffers::take(header.encoded_len() + payload_len);
-    header.write(&mut out);
-    for payload in payloads {
-        out.extend_from_slice(&payload);
-        buffers::give(payload);
-    }
-    Ok(out)
+    // The header's buffer has room for the payloads: `into_vec` appends them there.
+    let mut head = buffers::take(header.encoded_len() + payload_len);
+    header.write(&mut head);
+    let mut parts = Vec::with_capacity(1 + payloads.len());
+    parts.push(head);
+    parts.extend(payloads);
+    Ok(Packed { parts })
 }
 
 /// Hands a buffer [`compress`] returned back for reuse by later calls, once its bytes

@@ -29,7 +29,8 @@ pub mod tile;
 pub mod word;
 
 pub use codec::{
-    compress, decoded_len, decompress, decompress_into, decompress_with, recycle, Chunk,
+    compress, compress_parts, decoded_len, decompress, decompress_into, decompress_with, recycle,
+    Chunk, Packed,
 };
 pub use coder::Coder;
 pub use error::{Error, Result};

@@ -1,6 +1,6 @@
 //! Round-trip, determinism and error-message tests of the core codec.
 
-use karoo::{compress, decompress, decompress_with, Error, Mode, Params};
+use karoo::{compress, compress_parts, decompress, decompress_with, Error, Mode, Params};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -203,6 +203,30 @@ fn output_does_not_depend_on_thread_count() {
             decompress_with(&outputs[0], u64::MAX, threads).unwrap(),
             data
         );
+    }
+}
+
+#[test]
+fn a_chunk_in_parts_is_the_header_then_each_tile_in_order() {
+    // 16 tiles of 128K words; a single tile; incompressible bytes (stored, one part).
+    let mut rng = SmallRng::seed_from_u64(5);
+    let noise: Vec<u8> = (0..40_000).map(|_| rng.gen()).collect();
+    let cases = [
+        (
+            smooth_f32(&[64, 32768], 2),
+            Params::new(4, &[64, 32768]),
+            17,
+        ),
+        (smooth_f32(&[8, 64], 4), Params::new(4, &[8, 64]), 2),
+        (noise, Params::new(4, &[10_000]), 1),
+    ];
+    for (data, params, count) in cases {
+        let whole = compress(&data, &params).unwrap();
+        let packed = compress_parts(&data, &params).unwrap();
+        assert_eq!(packed.parts().count(), count);
+        assert_eq!(packed.len(), whole.len());
+        assert_eq!(packed.parts().collect::<Vec<_>>().concat(), whole);
+        assert_eq!(packed.into_vec(), whole);
     }
 }
 

@@ -133,13 +133,11 @@ pub unsafe extern "C" fn filter(
         } else {
             let config = config.map_err(|e| format!("cannot compress: {e}"))?;
             let packed =
-                karoo::compress(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
+                karoo::compress_parts(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
             check_output_len(packed.len(), nbytes)?;
-            let output = api.allocate_copy(&packed)?;
-            // Its memory serves the next chunk's compression instead of going back to
-            // the system (see karoo::recycle).
-            karoo::recycle(packed);
-            output
+            // The header and tile payloads go straight into HDF5's buffer (one copy, not
+            // two); dropping `packed` keeps their memory for the next chunk.
+            api.allocate_concat(packed.parts(), packed.len())?
         };
         let len = output.len();
         api.free(*buf);

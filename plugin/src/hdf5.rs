@@ -386,14 +386,34 @@ impl Hdf5 {
         self.allocate_buffer(len).map(UninitBuffer)
     }
 
-    /// A buffer from HDF5's allocator holding a copy of `bytes` (no zero fill first).
-    pub fn allocate_copy(&'static self, bytes: &[u8]) -> Result<Hdf5Buffer, String> {
-        let buffer = self.allocate_buffer(bytes.len())?;
-        // SAFETY: the buffer holds at least `bytes.len()` freshly allocated bytes that do
-        // not overlap `bytes`; writing through the raw pointer initialises them.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.ptr as *mut u8, bytes.len())
-        };
+    /// A buffer from HDF5's allocator holding `parts` one after another, `len` bytes in
+    /// all (no zero fill first).
+    ///
+    /// # Panics
+    ///
+    /// If the parts do not add up to `len` bytes.
+    pub fn allocate_concat<'a>(
+        &'static self,
+        parts: impl Iterator<Item = &'a [u8]>,
+        len: usize,
+    ) -> Result<Hdf5Buffer, String> {
+        let buffer = self.allocate_buffer(len)?;
+        let mut at = 0;
+        for part in parts {
+            assert!(part.len() <= len - at, "parts longer than {len} bytes");
+            // SAFETY: the buffer holds `len` freshly allocated bytes that do not overlap
+            // `part`, and `at + part.len() <= len` (asserted); writing through the raw
+            // pointer initialises them.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    part.as_ptr(),
+                    (buffer.ptr as *mut u8).add(at),
+                    part.len(),
+                )
+            };
+            at += part.len();
+        }
+        assert_eq!(at, len, "parts shorter than {len} bytes");
         Ok(buffer)
     }
 
