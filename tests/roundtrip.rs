@@ -523,3 +523,32 @@ fn tiles_larger_than_the_geometry_gives_are_refused() {
         )
     );
 }
+
+/// Deterministic bytes for the known answers below.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+        .collect()
+}
+
+#[test]
+fn digests_are_xxh3_64_as_chunks_already_written_store_them() {
+    use karoo::format::{data_checksum, digest_rows};
+    // Known answers of XXH3-64 (seed 0) from xxhash-rust, which wrote the chunks of
+    // earlier versions: every input-length branch (empty, 1-16, 17-128, 129-240, above
+    // 240, long with whole stripes) and a digest built row by row.
+    let known: [(usize, u64); 7] = [
+        (0, 0x2d06_8005_38d3_94c2),
+        (5, 0xaec5_73e0_64c1_8474),
+        (100, 0x0045_b15f_9bb2_d435),
+        (240, 0x8aa7_f1fc_572d_11d6),
+        (241, 0xddb1_2824_1a3b_606b),
+        (1000, 0x5b57_5629_3157_81b8),
+        (1 << 20, 0x8f85_eea5_1538_8aa3),
+    ];
+    for (n, digest) in known {
+        assert_eq!(data_checksum(&pattern(n)), digest, "{n} bytes");
+    }
+    let data = pattern(1 << 20);
+    assert_eq!(digest_rows(data.chunks(4103)), 0x8f85_eea5_1538_8aa3);
+}
