@@ -56,7 +56,7 @@ fn visibilities() -> Vec<f64> {
     let gains: Vec<(f64, f64)> = (0..CHANNELS * PRODUCTS)
         .map(|i| {
             let product = i % PRODUCTS;
-            if product % 5 == 0 {
+            if product.is_multiple_of(5) {
                 (rng.gen_range(50.0..200.0), 0.0)
             } else {
                 let amp = 10f64.powf(rng.gen_range(-1.0..1.0));

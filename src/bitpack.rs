@@ -38,7 +38,7 @@ pub fn unpack(packed: &[u8], bits: u32, n: usize, out: &mut Vec<u8>) {
 pub fn padding_is_zero(packed: &[u8], bits: u32, n: usize) -> bool {
     let used = n * bits as usize;
     match packed.last() {
-        Some(&last) if used % 8 != 0 => last >> (used % 8) == 0,
+        Some(&last) if !used.is_multiple_of(8) => last >> (used % 8) == 0,
         _ => true,
     }
 }

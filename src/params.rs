@@ -215,7 +215,7 @@ impl Params {
                 self.word_size
             )));
         }
-        if len % self.word_size != 0 {
+        if !len.is_multiple_of(self.word_size) {
             return Err(Error::InvalidParams(format!(
                 "buffer of {len} bytes is not a whole number of {}-byte words",
                 self.word_size

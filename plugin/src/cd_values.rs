@@ -275,7 +275,7 @@ impl FilterConfig {
             params.time_axis = self.user.time_axis;
             params.lag = self.user.lag * e.components as usize;
             params.components = e.components as usize;
-        } else if nbytes % word != 0 {
+        } else if !nbytes.is_multiple_of(word) {
             params.word_size = 1;
         }
         params

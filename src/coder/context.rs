@@ -230,7 +230,7 @@ impl Model {
             let estimated_bits = raw + entropy_and_table_bits(&counts, alphabet);
             let better = best
                 .as_ref()
-                .map_or(true, |b| estimated_bits < b.estimated_bits);
+                .is_none_or(|b| estimated_bits < b.estimated_bits);
             if better {
                 best = Some(Model {
                     cfg,
@@ -322,7 +322,7 @@ mod tests {
                 assert!(usize::from(t) < cfg.alphabet::<u64>());
                 // Tokens never decrease as values grow.
                 if v < 5000 {
-                    assert!(previous.map_or(true, |p| p <= t));
+                    assert!(previous.is_none_or(|p| p <= t));
                     previous = Some(t);
                 }
                 let mut w = BitWriter::default();

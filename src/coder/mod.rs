@@ -9,6 +9,7 @@ pub mod dict;
 pub mod huffman;
 pub mod lzb;
 pub mod packing_avx2;
+pub mod packing_avx512;
 pub mod patched;
 pub mod rans;
 pub mod rice;

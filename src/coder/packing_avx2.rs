@@ -569,7 +569,7 @@ mod tests {
             // Garbage after the fields must not leak in.
             let end = (GROUP * width as usize).div_ceil(8);
             src[end..].fill(0xff);
-            if (GROUP * width as usize) % 8 != 0 {
+            if !(GROUP * width as usize).is_multiple_of(8) {
                 src[end - 1] |= 0xff << ((GROUP * width as usize) % 8);
             }
             let mut out = [0u32; GROUP];

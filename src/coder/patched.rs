@@ -48,6 +48,7 @@
 
 use crate::coder::bitio::load_u64;
 use crate::coder::packing_avx2::{self, Avx2};
+use crate::coder::packing_avx512::Avx512;
 use crate::word::Word;
 
 /// Values per group (one width each).
@@ -498,24 +499,93 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
-    match kernels_for::<T>() {
-        // The whole loop compiled for AVX2, so the kernels inline into it.
-        Some(avx2) => avx2.run(
+    match (kernels_for::<T>(), kernels_for::<T>().and(Avx512::detect())) {
+        // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
+        (Some(avx2), Some(avx512)) => avx512.run(
             #[inline(always)]
-            || decode_with(input, out, Some(avx2)),
+            || decode_with(input, out, Some(avx2), Some(avx512)),
         ),
-        None => decode_with(input, out, None),
+        (Some(avx2), None) => avx2.run(
+            #[inline(always)]
+            || decode_with(input, out, Some(avx2), Some(avx2)),
+        ),
+        _ => decode_with(input, out, None, None::<Avx2>),
     }
 }
 
-/// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without.
+/// Kernels that decode whole groups of 32-bit words in [`decode_whole`]: AVX2's or
+/// AVX-512's.
+trait WholeGroupKernels: Copy {
+    /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
+    /// `packing_avx2::unpack_reads(width)` bytes.
+    fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]);
+
+    /// ORs `high[j] << b` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for the
+    /// first `k = bitmap.count_ones()` values of `high`; whether those are all nonzero
+    /// and the widest is exactly `e` bits long.
+    fn expand_checked(
+        self,
+        high: &[u32; GROUP],
+        bitmap: u32,
+        b: u32,
+        e: u32,
+        out: &mut [u32; GROUP],
+    ) -> bool;
+}
+
+impl WholeGroupKernels for Avx2 {
+    #[inline(always)]
+    fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
+        Avx2::unpack(self, src, width, out);
+    }
+
+    #[inline(always)]
+    fn expand_checked(
+        self,
+        high: &[u32; GROUP],
+        bitmap: u32,
+        b: u32,
+        e: u32,
+        out: &mut [u32; GROUP],
+    ) -> bool {
+        let (all, empty) = self.expand_or(high, bitmap, b, out);
+        !empty && all.bit_length() == e
+    }
+}
+
+impl WholeGroupKernels for Avx512 {
+    #[inline(always)]
+    fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
+        Avx512::unpack(self, src, width, out);
+    }
+
+    #[inline(always)]
+    fn expand_checked(
+        self,
+        high: &[u32; GROUP],
+        bitmap: u32,
+        b: u32,
+        e: u32,
+        out: &mut [u32; GROUP],
+    ) -> bool {
+        Avx512::expand_checked(self, high, bitmap, b, e, out)
+    }
+}
+
+/// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without, and the
+/// kernels that decode whole groups (`whole`, AVX2's or AVX-512's) or none.
 #[inline(always)]
-fn decode_with<T: Word>(input: &[u8], out: &mut [T], simd: Option<Avx2>) -> Result<(), String> {
+fn decode_with<T: Word, K: WholeGroupKernels>(
+    input: &[u8],
+    out: &mut [T],
+    simd: Option<Avx2>,
+    whole: Option<K>,
+) -> Result<(), String> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
     for (g, group) in out.chunks_mut(GROUP).enumerate() {
-        let whole = simd_words_mut(group, simd);
-        if let Some(next) = whole.and_then(|(avx2, w)| decode_whole(avx2, input, pos, w)) {
+        let words = whole.and_then(|kernels| Some((kernels, simd_words_mut(group, simd)?.1)));
+        if let Some(next) = words.and_then(|(kernels, w)| decode_whole(kernels, input, pos, w)) {
             pos = next;
             continue;
         }
@@ -543,7 +613,12 @@ const WHOLE_GROUP_READS: usize = 2 + 128 + 4 + 128 + SLACK;
 /// exactly what [`decode_group`] accepts, with fewer checks: every read lies in one
 /// window, and 32 fields of any width fill whole bytes.
 #[inline(always)]
-fn decode_whole(avx2: Avx2, input: &[u8], pos: usize, words: &mut [u32; GROUP]) -> Option<usize> {
+fn decode_whole<K: WholeGroupKernels>(
+    kernels: K,
+    input: &[u8],
+    pos: usize,
+    words: &mut [u32; GROUP],
+) -> Option<usize> {
     let window = input.get(pos..pos + WHOLE_GROUP_READS)?;
     let h = window[0];
     let b = u32::from(h & !HAS_EXCEPTIONS);
@@ -555,7 +630,7 @@ fn decode_whole(avx2: Avx2, input: &[u8], pos: usize, words: &mut [u32; GROUP]) 
     if b == 0 {
         *words = [0; GROUP];
     } else {
-        avx2.unpack(&window[lows..], b, words);
+        kernels.unpack(&window[lows..], b, words);
     }
     let at = lows + 4 * b as usize;
     if !exceptions {
@@ -596,12 +671,10 @@ fn decode_whole(avx2: Avx2, input: &[u8], pos: usize, words: &mut [u32; GROUP]) 
         return None;
     }
     let mut highs = [0u32; GROUP];
-    avx2.unpack(&window[start..], e, &mut highs);
-    let (all, empty) = avx2.expand_or(&highs, bitmap, b, words);
-    if empty || all.bit_length() != e {
-        return None;
-    }
-    Some(pos + end)
+    kernels.unpack(&window[start..], e, &mut highs);
+    kernels
+        .expand_checked(&highs, bitmap, b, e, words)
+        .then_some(pos + end)
 }
 
 /// Decodes one group starting at byte `pos` of `input`; the position after it.
@@ -643,7 +716,7 @@ fn unpack_field<T: Word>(
     if end > input.len() {
         return Err("patched: stream truncated".to_string());
     }
-    if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
+    if !bits.is_multiple_of(8) && input[end - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
     if let Some((avx2, words)) = simd_group(out, simd, width, input.len() - at) {
@@ -798,7 +871,7 @@ fn simd_words_mut<T: Word>(
 /// beyond the field are zero.
 #[inline(always)]
 fn check_padding(input: &[u8], end: usize, bits: usize) -> Result<(), String> {
-    if bits % 8 != 0 && input[end - 1] >> (bits % 8) != 0 {
+    if !bits.is_multiple_of(8) && input[end - 1] >> (bits % 8) != 0 {
         return Err("patched: nonzero padding bits".to_string());
     }
     Ok(())
@@ -1040,9 +1113,9 @@ mod tests {
             .enumerate()
             .map(|(i, v): (usize, u32)| match (i + round) % 7 {
                 0 => 0,
-                1 if round % 3 == 0 => u32::MAX >> rng.gen_range(0..32),
-                2 if round % 4 == 0 => 1 << rng.gen_range(0..32),
-                _ if round % 11 == 0 => 0x8000_0000,
+                1 if round.is_multiple_of(3) => u32::MAX >> rng.gen_range(0..32),
+                2 if round.is_multiple_of(4) => 1 << rng.gen_range(0..32),
+                _ if round.is_multiple_of(11) => 0x8000_0000,
                 _ => v,
             })
             .collect()
@@ -1066,6 +1139,37 @@ mod tests {
                 assert_eq!(choose(group, None), choose(group, simd));
             }
         }
+    }
+
+    /// `input` decoded to `n` values by every path this CPU has, the portable loops
+    /// first, then the AVX2 kernels group by group, and whole groups by the AVX2 and the
+    /// AVX-512 kernels; each with its name.
+    fn decode_every_way(input: &[u8], n: usize) -> Vec<(&'static str, Result<Vec<u32>, String>)> {
+        let run = |decode: &dyn Fn(&mut [u32]) -> Result<(), String>| {
+            let mut out = vec![u32::MAX; n];
+            decode(&mut out).map(|()| out)
+        };
+        let mut ways = vec![(
+            "portable",
+            run(&|out| decode_with(input, out, None, None::<Avx2>)),
+        )];
+        if let Some(avx2) = Avx2::detect() {
+            ways.push((
+                "AVX2 groups",
+                run(&|out| decode_with(input, out, Some(avx2), None::<Avx2>)),
+            ));
+            ways.push((
+                "AVX2 whole groups",
+                run(&|out| decode_with(input, out, Some(avx2), Some(avx2))),
+            ));
+            if let Some(avx512) = Avx512::detect() {
+                ways.push((
+                    "AVX-512 whole groups",
+                    run(&|out| decode_with(input, out, Some(avx2), Some(avx512))),
+                ));
+            }
+        }
+        ways
     }
 
     /// Values whose group 0 is zeros but for 200 at 3 and 255 at 9 (b = 0, a list of two
@@ -1093,12 +1197,11 @@ mod tests {
         for at in [4, 5] {
             let mut corrupt = coded.clone();
             corrupt[at] = 0;
-            for simd in [None, Avx2::detect()] {
-                let mut out = vec![0u32; values.len()];
-                let error = decode_with(&corrupt, &mut out, simd).unwrap_err();
+            for (path, result) in decode_every_way(&corrupt, values.len()) {
                 assert_eq!(
-                    error, "patched: an exception without high bits in group 0",
-                    "byte {at}"
+                    result.unwrap_err(),
+                    "patched: an exception without high bits in group 0",
+                    "byte {at}, {path}"
                 );
             }
         }
@@ -1113,10 +1216,12 @@ mod tests {
         ] {
             let mut corrupt = coded.clone();
             corrupt[3] = corrupt[3] & !31 | second;
-            for simd in [None, Avx2::detect()] {
-                let mut out = vec![0u32; values.len()];
-                let error = decode_with(&corrupt, &mut out, simd).unwrap_err();
-                assert_eq!(error, format!("patched: exception {message} in group 0"));
+            for (path, result) in decode_every_way(&corrupt, values.len()) {
+                assert_eq!(
+                    result.unwrap_err(),
+                    format!("patched: exception {message} in group 0"),
+                    "{path}"
+                );
             }
         }
     }
@@ -1140,17 +1245,14 @@ mod tests {
                 }
             }
             for input in [&coded, &corrupt] {
-                let mut portable = vec![u32::MAX; n];
-                let mut simd = vec![u32::MAX; n];
-                let a = decode_with(input, &mut portable, None);
-                let b = decode_with(input, &mut simd, Avx2::detect());
-                assert_eq!(a, b);
-                if a.is_ok() {
-                    assert_eq!(portable, simd);
+                let mut ways = decode_every_way(input, n).into_iter();
+                let (_, portable) = ways.next().unwrap();
+                for (path, result) in ways {
+                    assert_eq!(result, portable, "round {round}, {path}");
                 }
             }
             let mut back = vec![0u32; n];
-            decode_with(&coded, &mut back, None).unwrap();
+            decode(&coded, &mut back).unwrap();
             assert_eq!(back, values);
         }
     }

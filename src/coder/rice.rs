@@ -163,7 +163,7 @@ pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
             input.len()
         ));
     }
-    if used % 8 != 0 {
+    if !used.is_multiple_of(8) {
         if let Some(&last) = input.last() {
             if last >> (used % 8) != 0 {
                 return Err("rice: nonzero padding bits".to_string());
