@@ -20,6 +20,7 @@ mod codec;
 pub mod coder;
 pub mod error;
 pub mod format;
+mod isa;
 pub mod layout;
 pub mod params;
 mod pool;

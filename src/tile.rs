@@ -527,19 +527,24 @@ pub fn decode_tile<T: Word>(
             .map_err(corrupt)?;
         let args = (&residuals[..], g, tile, coding, spatial);
         let mut digest = RowDigest::new();
-        match coding.map {
-            ResidualMap::Xor => restore_with::<T, XorOp>(args, rows, &mut digest),
-            ResidualMap::RotateSubtract => {
-                restore_with::<T, RotateSubtractOp>(args, rows, &mut digest)
-            }
-            ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows, &mut digest),
-        }
+        // The restore loops compiled for the CPU's widest vectors.
+        crate::isa::vectorised(
+            #[inline(always)]
+            || match coding.map {
+                ResidualMap::Xor => restore_with::<T, XorOp>(args, rows, &mut digest),
+                ResidualMap::RotateSubtract => {
+                    restore_with::<T, RotateSubtractOp>(args, rows, &mut digest)
+                }
+                ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows, &mut digest),
+            },
+        );
         Ok(digest.finish())
     })
 }
 
 type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Coding, Spatial);
 
+#[inline(always)]
 fn restore_with<T: Word, M: MapOp>(
     (mut residuals, g, tile, coding, spatial): DecodeArgs<T>,
     rows: &mut impl TileRows,
