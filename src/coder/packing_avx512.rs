@@ -1,12 +1,17 @@
-//! AVX-512 kernels of the patched decoder for groups of 32 32-bit words: unpacking 32
-//! fixed-width fields with two byte permutations and a funnel shift per 16 fields, and
-//! moving packed exception high parts to their positions with `vpexpandd`.
+//! AVX-512 kernels of patched packing for groups of 32 32-bit words. For the decoder:
+//! unpacking 32 fixed-width fields with two byte permutations and a funnel shift per 16
+//! fields, and moving packed exception high parts to their positions with `vpexpandd`.
+//! For the encoder: choosing a group's layout from the exception counts of all 32
+//! widths at once (a bit-matrix transposition and popcounts), and gathering the
+//! exceptions' high parts with `vpcompressd`.
 //!
 //! They produce exactly what the portable loops in [`super::patched`] and the AVX2
-//! kernels produce (tests compare them); the decoder runs them for whole groups when
-//! the CPU has AVX-512 F, BW, VBMI and VBMI2 (detected at run time: an [`Avx512`]
-//! proves it), inside [`Avx512::run`], which compiles the decoder's loop for AVX-512
-//! as well. Other CPUs keep the AVX2 kernels or the portable loops.
+//! kernels produce (tests compare them); the coder runs them for whole groups when
+//! the CPU has the AVX-512 subsets they use (detected at run time: an [`Avx512`]
+//! proves it), inside [`Avx512::run`], which compiles the coder's loops for AVX-512 as
+//! well. Other CPUs keep the AVX2 kernels or the portable loops.
+
+use super::packing_avx2::GroupLayout;
 
 /// Values per group.
 const GROUP: usize = 32;
@@ -23,8 +28,11 @@ fn available() -> bool {
     {
         std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512cd")
             && std::is_x86_feature_detected!("avx512vbmi")
             && std::is_x86_feature_detected!("avx512vbmi2")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::is_x86_feature_detected!("gfni")
             && std::is_x86_feature_detected!("avx2")
             && std::is_x86_feature_detected!("popcnt")
     }
@@ -80,8 +88,49 @@ static HALVES: [[Half; 2]; 33] = {
     halves
 };
 
-/// Proof that the CPU runs these kernels (AVX-512 F, BW, VBMI and VBMI2, and AVX2 and
-/// POPCNT, detected at run time): only [`Avx512::detect`] makes one.
+/// `vpermi2b` controls gathering the thermometer codes' bytes into 8 x 8 bit blocks for
+/// [`Avx512::choose`]: qword `q` of vector `h` is block `(R, C) = (q % 4, 2 h + q / 4)`,
+/// byte `C` of values `8 R .. 8 R + 8` (value `8 R + 7 - s` in byte `s`: the affine
+/// transform that transposes a block reverses its rows).
+static BLOCKS: [[u8; 64]; 2] = {
+    let mut blocks = [[0u8; 64]; 2];
+    let mut h = 0;
+    while h < 2 {
+        let mut q = 0;
+        while q < 8 {
+            let (r, c) = (q % 4, 2 * h + q / 4);
+            let mut s = 0;
+            while s < 8 {
+                blocks[h][8 * q + s] = (4 * (8 * r + 7 - s) + c) as u8;
+                s += 1;
+            }
+            q += 1;
+        }
+        h += 1;
+    }
+    blocks
+};
+
+/// `vpermb` control gathering transposed blocks into rows for [`Avx512::choose`]: byte
+/// `R` of dword `u` (row `16 h + u` of vector `h`) is byte `u % 8` of block
+/// `(R, 2 h + u / 8)`.
+static ROWS: [u8; 64] = {
+    let mut rows = [0u8; 64];
+    let mut u = 0;
+    while u < 16 {
+        let mut r = 0;
+        while r < 4 {
+            rows[4 * u + r] = (8 * (r + 4 * (u / 8)) + u % 8) as u8;
+            r += 1;
+        }
+        u += 1;
+    }
+    rows
+};
+
+/// Proof that the CPU runs these kernels (AVX-512 F, BW, CD, VBMI, VBMI2 and
+/// VPOPCNTDQ, GFNI, AVX2 and POPCNT, detected at run time): only [`Avx512::detect`]
+/// makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Avx512(());
 
@@ -130,6 +179,38 @@ impl Avx512 {
         }
     }
 
+    /// The smallest patched layout of a whole group, exactly as `Avx2::choose` picks it
+    /// (see there), from all 32 widths' exception counts at once: the values' thermometer
+    /// codes (bit `b` set when the value is longer than `b` bits) transposed as a 32 x 32
+    /// bit matrix, whose rows' popcounts are the counts.
+    #[inline]
+    pub fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
+        // SAFETY: the features are present (`self` proves it); the kernel reads `values`
+        // and its own arrays within their lengths.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::choose(values)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx512` exists off x86_64")
+    }
+
+    /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and
+    /// their high parts `value >> b` in position order at the start of `high`, followed
+    /// by zeros (where `high` held zeros), as `Avx2::gather_longer`.
+    #[inline]
+    pub fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        assert!(b < 32);
+        // SAFETY: the features are present (`self` proves it); the kernel reads `values`
+        // and writes `high` within their 32 values.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::gather_longer(values, b, high)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx512` exists off x86_64")
+    }
+
     /// `f()`, compiled with the features enabled where it is inlined into the call, so
     /// the kernels inline into it too. As with `Avx2::run`, pass an `#[inline(always)]`
     /// closure and keep what it runs `#[inline(always)]`.
@@ -149,12 +230,14 @@ impl Avx512 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GROUP, HALVES};
+    use super::{GroupLayout, BLOCKS, GROUP, HALVES, ROWS};
 
     /// # Safety
     ///
     /// The features [`super::available`] checks must be present.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,avx2,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512cd,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,avx2,popcnt"
+    )]
     pub unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
         f()
     }
@@ -203,6 +286,144 @@ mod x86 {
                 _mm512_storeu_si512(out.as_mut_ptr().add(16 * h).cast(), fields);
             }
         }
+    }
+
+    /// See [`super::Avx512::choose`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F, BW, CD, VBMI and VPOPCNTDQ and GFNI must be present.
+    #[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi,avx512vpopcntdq,gfni")]
+    #[inline]
+    pub unsafe fn choose(values: &[u32; GROUP]) -> GroupLayout {
+        let p = values.as_ptr();
+        // SAFETY: `values` holds 32 values: two vectors of 16.
+        let (v0, v1) = unsafe {
+            (
+                _mm512_loadu_si512(p.cast()),
+                _mm512_loadu_si512(p.add(16).cast()),
+            )
+        };
+        let widest = 32 - (_mm512_reduce_or_epi32(_mm512_or_si512(v0, v1)) as u32).leading_zeros();
+        let plain = GroupLayout {
+            widest,
+            width: widest,
+            exceptions: 0,
+            bits: 8 + 32 * widest,
+        };
+        if widest == 0 {
+            return plain;
+        }
+        // Thermometer codes: bit `b` set when the value is longer than `b` bits.
+        let ones = _mm512_set1_epi32(-1);
+        let t0 = _mm512_srlv_epi32(ones, _mm512_lzcnt_epi32(v0));
+        let t1 = _mm512_srlv_epi32(ones, _mm512_lzcnt_epi32(v1));
+        // Transposed in 8 x 8 blocks (the affine transform with the matrix a block and
+        // the unit bytes as vectors makes byte `j` column `j` of the reversed rows),
+        // then the blocks' bytes gathered into rows: bit `i` of row `b` is value `i`'s
+        // bit `b`.
+        let units = _mm512_set1_epi64(0x8040_2010_0804_0201_u64 as i64);
+        // SAFETY: the tables are 64-byte arrays.
+        let (blocks0, blocks1, rows) = unsafe {
+            (
+                _mm512_loadu_si512(BLOCKS[0].as_ptr().cast()),
+                _mm512_loadu_si512(BLOCKS[1].as_ptr().cast()),
+                _mm512_loadu_si512(ROWS.as_ptr().cast()),
+            )
+        };
+        let transpose = |blocks| {
+            let gathered = _mm512_permutex2var_epi8(t0, blocks, t1);
+            let transposed = _mm512_gf2p8affine_epi64_epi8::<0>(units, gathered);
+            _mm512_popcnt_epi32(_mm512_permutexvar_epi8(rows, transposed))
+        };
+        // Values longer than each width `b`, in 16-bit lane `b` (zero from `widest` on).
+        let counts = _mm512_inserti64x4::<1>(
+            _mm512_castsi256_si512(_mm512_cvtepi32_epi16(transpose(blocks0))),
+            _mm512_cvtepi32_epi16(transpose(blocks1)),
+        );
+        // Each width's size and the width in one 16-bit key, as in `Avx2::choose`.
+        let b = _mm512_set_epi16(
+            31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10,
+            9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+        );
+        let high = _mm512_srli_epi16::<3>(_mm512_add_epi16(
+            _mm512_mullo_epi16(
+                counts,
+                _mm512_sub_epi16(_mm512_set1_epi16(widest as i16), b),
+            ),
+            _mm512_set1_epi16(7),
+        ));
+        let five_k = _mm512_add_epi16(counts, _mm512_slli_epi16::<2>(counts));
+        let positions = _mm512_min_epu16(
+            _mm512_srli_epi16::<3>(_mm512_add_epi16(five_k, _mm512_set1_epi16(10))),
+            _mm512_set1_epi16(4),
+        );
+        let lows = _mm512_add_epi16(_mm512_set1_epi16(16), _mm512_slli_epi16::<5>(b));
+        let bits = _mm512_add_epi16(
+            lows,
+            _mm512_slli_epi16::<3>(_mm512_add_epi16(positions, high)),
+        );
+        let keys = _mm512_or_si512(
+            _mm512_slli_epi16::<5>(bits),
+            _mm512_sub_epi16(_mm512_set1_epi16(31), b),
+        );
+        let keys = _mm256_min_epu16(
+            _mm512_castsi512_si256(keys),
+            _mm512_extracti64x4_epi64::<1>(keys),
+        );
+        let keys = _mm_min_epu16(
+            _mm256_castsi256_si128(keys),
+            _mm256_extracti128_si256::<1>(keys),
+        );
+        let least = _mm_cvtsi128_si32(_mm_minpos_epu16(keys)) as u32 & 0xffff;
+        let bits = least >> 5;
+        if bits >= plain.bits {
+            return plain;
+        }
+        let width = 31 - (least & 31);
+        let mut count = [0u16; GROUP];
+        // SAFETY: `count` holds 32 16-bit values: one vector.
+        unsafe { _mm512_storeu_si512(count.as_mut_ptr().cast(), counts) };
+        GroupLayout {
+            widest,
+            width,
+            exceptions: u32::from(count[width as usize]),
+            bits,
+        }
+    }
+
+    /// See [`super::Avx512::gather_longer`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F must be present and `b < 32`.
+    #[target_feature(enable = "avx512f,popcnt")]
+    #[inline]
+    pub unsafe fn gather_longer(values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        let (p, o) = (values.as_ptr(), high.as_mut_ptr());
+        // SAFETY: `values` holds 32 values: two vectors of 16.
+        let (v0, v1) = unsafe {
+            (
+                _mm512_loadu_si512(p.cast()),
+                _mm512_loadu_si512(p.add(16).cast()),
+            )
+        };
+        let count = _mm_cvtsi32_si128(b as i32);
+        let (s0, s1) = (_mm512_srl_epi32(v0, count), _mm512_srl_epi32(v1, count));
+        let (m0, m1) = (
+            _mm512_test_epi32_mask(s0, s0),
+            _mm512_test_epi32_mask(s1, s1),
+        );
+        // SAFETY: the second store starts at `m0`'s count, at most 16, and writes 16
+        // values: within `high`'s 32.
+        unsafe {
+            _mm512_storeu_si512(o.cast(), _mm512_maskz_compress_epi32(m0, s0));
+            _mm512_storeu_si512(
+                o.add(m0.count_ones() as usize).cast(),
+                _mm512_maskz_compress_epi32(m1, s1),
+            );
+        }
+        u32::from(m0) | u32::from(m1) << 16
     }
 
     /// See [`super::Avx512::expand_checked`].
@@ -258,6 +479,8 @@ mod x86 {
 mod tests {
     use super::*;
     use crate::coder::packing_avx2::Avx2;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
 
     /// Fields of `width` bits packed LSB first, as the patched encoder writes them,
     /// followed by 16 bytes of `0xff` (and ones in the last byte's padding bits), which
@@ -365,6 +588,73 @@ mod tests {
                         "bitmap {bitmap:#x} width {width} case {case}"
                     );
                 }
+            }
+        }
+    }
+
+    /// Groups of every kind the encoder meets: zeros, all ones, each bit length in
+    /// every lane, ties between widths, a few outliers, and random mixes.
+    fn encoder_groups() -> Vec<[u32; GROUP]> {
+        let mut groups = vec![[0u32; GROUP], [u32::MAX; GROUP], [0x8000_0000; GROUP]];
+        for shift in 0..33u32 {
+            groups.push(std::array::from_fn(|i| {
+                u32::MAX
+                    .checked_shr(32 - ((i as u32 + shift) % 33))
+                    .unwrap_or(0)
+            }));
+            groups.push(std::array::from_fn(|i| {
+                let v = (i as u32 + 7).wrapping_mul(0x9E37_79B9).rotate_left(shift);
+                v.checked_shr(i as u32 % 33).unwrap_or(0) | u32::from(i == 5) << (shift % 32)
+            }));
+        }
+        let mut rng = SmallRng::seed_from_u64(5);
+        for _ in 0..3000 {
+            let base = rng.gen_range(0..=32u32);
+            let outliers = rng.gen_range(0..8);
+            groups.push(std::array::from_fn(|_| {
+                let len = if rng.gen_range(0..32) < outliers {
+                    rng.gen_range(0..=32)
+                } else {
+                    base.saturating_sub(rng.gen_range(0..4))
+                };
+                rng.gen::<u32>().checked_shr(32 - len).unwrap_or(0)
+                    | u32::from(len > 0) << len.saturating_sub(1)
+            }));
+        }
+        groups
+    }
+
+    #[test]
+    fn chooses_the_layouts_the_avx2_kernel_chooses() {
+        let (Some(avx512), Some(avx2)) = (Avx512::detect(), Avx2::detect()) else {
+            return;
+        };
+        let mut with_exceptions = 0;
+        for values in encoder_groups() {
+            let layout = avx512.choose(&values);
+            assert_eq!(layout, avx2.choose(&values), "{values:x?}");
+            with_exceptions += usize::from(layout.exceptions > 0);
+        }
+        assert!(
+            with_exceptions > 1000,
+            "the groups test exceptions: {with_exceptions}"
+        );
+    }
+
+    #[test]
+    fn gathers_the_high_parts_the_avx2_kernel_gathers() {
+        let (Some(avx512), Some(avx2)) = (Avx512::detect(), Avx2::detect()) else {
+            return;
+        };
+        for values in encoder_groups().into_iter().step_by(7) {
+            for b in 0..32 {
+                let (mut by_avx512, mut by_avx2) = ([0u32; GROUP], [0u32; GROUP]);
+                assert_eq!(
+                    avx512.gather_longer(&values, b, &mut by_avx512),
+                    avx2.gather_longer(&values, b, &mut by_avx2),
+                    "width {b}"
+                );
+                assert_eq!(by_avx512, by_avx2, "width {b}");
             }
         }
     }

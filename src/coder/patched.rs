@@ -47,7 +47,7 @@
 //! trailing bytes and nonzero padding bits.
 
 use crate::coder::bitio::load_u64;
-use crate::coder::packing_avx2::{self, Avx2};
+use crate::coder::packing_avx2::{self, Avx2, GroupLayout};
 use crate::coder::packing_avx512::Avx512;
 use crate::word::Word;
 
@@ -141,13 +141,13 @@ fn group_bits(m: usize, b: u32, k: usize, e: u32) -> u32 {
 }
 
 /// The smallest layout of `group` (1 to 32 values); `simd`: survey whole groups of
-/// 32-bit words with the AVX2 kernel.
+/// 32-bit words with these kernels.
 #[inline(always)]
-fn choose<T: Word>(group: &[T], simd: Option<Avx2>) -> Choice {
+fn choose<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Choice {
     let m = group.len();
     match simd_words(group, simd) {
-        Some((avx2, words)) => {
-            let layout = avx2.choose(words);
+        Some((kernels, words)) => {
+            let layout = kernels.choose(words);
             let exceptions = layout.exceptions as usize;
             Choice {
                 b: layout.width,
@@ -252,14 +252,14 @@ fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> u32 {
     widest
 }
 
-/// `group` as 32-bit words for the AVX2 kernels, when they run (`simd`) and it is a
-/// whole group of them.
+/// `group` as 32-bit words for the kernels, when they run (`simd`) and it is a whole
+/// group of them.
 #[inline(always)]
-fn simd_words<T: Word>(group: &[T], simd: Option<Avx2>) -> Option<(Avx2, &[u32; GROUP])> {
-    let avx2 = simd?;
+fn simd_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &[u32; GROUP])> {
+    let kernels = simd?;
     let full: &[T; GROUP] = group.try_into().ok()?;
     let words = (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()?;
-    Some((avx2, words))
+    Some((kernels, words))
 }
 
 /// The AVX2 kernels, when the encoder and decoder run them for words of type `T`.
@@ -271,25 +271,49 @@ fn kernels_for<T: Word>() -> Option<Avx2> {
     }
 }
 
+/// The widest kernels for words of type `T` on this CPU.
+enum Isa {
+    /// AVX-512's for whole groups, AVX2's for groups at the end of a stream.
+    Avx512(Avx2, Avx512),
+    /// AVX2's.
+    Avx2(Avx2),
+    /// None: the portable loops.
+    Portable,
+}
+
+impl Isa {
+    /// The widest kernels for words of type `T` on this CPU.
+    fn detect<T: Word>() -> Isa {
+        match (kernels_for::<T>(), Avx512::detect()) {
+            (Some(avx2), Some(avx512)) => Isa::Avx512(avx2, avx512),
+            (Some(avx2), None) => Isa::Avx2(avx2),
+            _ => Isa::Portable,
+        }
+    }
+}
+
 /// Appends the patched packing of `values` to `out`.
 ///
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
-    match kernels_for::<T>() {
-        // The whole loop compiled for AVX2, so the kernels inline into it.
-        Some(avx2) => avx2.run(
+    match Isa::detect::<T>() {
+        // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
+        Isa::Avx512(_, avx512) => avx512.run(
+            #[inline(always)]
+            || encode_with(values, out, Some(avx512)),
+        ),
+        Isa::Avx2(avx2) => avx2.run(
             #[inline(always)]
             || encode_with(values, out, Some(avx2)),
         ),
-        None => encode_with(values, out, None),
+        Isa::Portable => encode_with(values, out, None::<Avx2>),
     }
 }
 
-/// [`encode`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
-/// without.
+/// [`encode`], with kernels for whole groups of 32-bit words (`simd`) or without.
 #[inline(always)]
-fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: Option<Avx2>) {
+fn encode_with<T: Word, K: Kernels>(values: &[T], out: &mut Vec<u8>, simd: Option<K>) {
     out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
     // Groups are coded one after another into a batch buffer and the batch appended
     // whole: one large copy instead of a small one per group.
@@ -302,7 +326,7 @@ fn encode_with<T: Word>(values: &[T], out: &mut Vec<u8>, simd: Option<Avx2>) {
         batch.code(group, simd, out);
     }
     if !full.remainder().is_empty() {
-        batch.code(full.remainder(), None, out);
+        batch.code(full.remainder(), None::<K>, out);
     }
     out.extend_from_slice(&batch.bytes[..batch.len]);
 }
@@ -321,7 +345,7 @@ impl Batch {
     /// Codes `group` after the batch's groups, first appending them to `out` when the
     /// largest group coding might not fit.
     #[inline(always)]
-    fn code<T: Word>(&mut self, group: &[T], simd: Option<Avx2>, out: &mut Vec<u8>) {
+    fn code<T: Word, K: Kernels>(&mut self, group: &[T], simd: Option<K>, out: &mut Vec<u8>) {
         if self.len > BATCH - SCRATCH {
             out.extend_from_slice(&self.bytes[..self.len]);
             self.len = 0;
@@ -340,7 +364,11 @@ const SCRATCH: usize = 2 + MAX_LOW_BYTES + 4 + GROUP * 8 + 16;
 
 /// Codes one group of 1 to 32 values into the start of `buf`; its length.
 #[inline(always)]
-fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: Option<Avx2>) -> usize {
+fn encode_group<T: Word, K: Kernels>(
+    group: &[T],
+    buf: &mut [u8; SCRATCH],
+    simd: Option<K>,
+) -> usize {
     let choice = choose(group, simd);
     let b = choice.b;
     if choice.exceptions == 0 {
@@ -355,12 +383,12 @@ fn encode_group<T: Word>(group: &[T], buf: &mut [u8; SCRATCH], simd: Option<Avx2
     // The exceptions' positions, and their high parts gathered in position order.
     let mut highs = [T::default(); GROUP];
     let bitmap = match simd_words(group, simd) {
-        Some((avx2, words)) => {
+        Some((kernels, words)) => {
             // `simd_words` found `T` to be `u32`.
             let high = (&mut highs as &mut dyn std::any::Any)
                 .downcast_mut::<[u32; GROUP]>()
                 .expect("32-bit words");
-            u64::from(avx2.gather_longer(words, b, high))
+            u64::from(kernels.gather_longer(words, b, high))
         }
         None => gather_longer(group, b, &mut highs),
     };
@@ -499,23 +527,29 @@ fn low_mask(n: u32) -> u64 {
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
-    match (kernels_for::<T>(), kernels_for::<T>().and(Avx512::detect())) {
+    match Isa::detect::<T>() {
         // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
-        (Some(avx2), Some(avx512)) => avx512.run(
+        Isa::Avx512(avx2, avx512) => avx512.run(
             #[inline(always)]
             || decode_with(input, out, Some(avx2), Some(avx512)),
         ),
-        (Some(avx2), None) => avx2.run(
+        Isa::Avx2(avx2) => avx2.run(
             #[inline(always)]
             || decode_with(input, out, Some(avx2), Some(avx2)),
         ),
-        _ => decode_with(input, out, None, None::<Avx2>),
+        Isa::Portable => decode_with(input, out, None, None::<Avx2>),
     }
 }
 
-/// Kernels that decode whole groups of 32-bit words in [`decode_whole`]: AVX2's or
-/// AVX-512's.
-trait WholeGroupKernels: Copy {
+/// Kernels for whole groups of 32-bit words: AVX2's or AVX-512's.
+trait Kernels: Copy {
+    /// The smallest layout of the group (see `Avx2::choose`).
+    fn choose(self, values: &[u32; GROUP]) -> GroupLayout;
+
+    /// The bitmap of `values` longer than `b < 32` bits, and their high parts in
+    /// position order at the start of `high` (see `Avx2::gather_longer`).
+    fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32;
+
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
     /// `packing_avx2::unpack_reads(width)` bytes.
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]);
@@ -533,7 +567,17 @@ trait WholeGroupKernels: Copy {
     ) -> bool;
 }
 
-impl WholeGroupKernels for Avx2 {
+impl Kernels for Avx2 {
+    #[inline(always)]
+    fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
+        Avx2::choose(self, values)
+    }
+
+    #[inline(always)]
+    fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        Avx2::gather_longer(self, values, b, high)
+    }
+
     #[inline(always)]
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
         Avx2::unpack(self, src, width, out);
@@ -553,7 +597,17 @@ impl WholeGroupKernels for Avx2 {
     }
 }
 
-impl WholeGroupKernels for Avx512 {
+impl Kernels for Avx512 {
+    #[inline(always)]
+    fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
+        Avx512::choose(self, values)
+    }
+
+    #[inline(always)]
+    fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
+        Avx512::gather_longer(self, values, b, high)
+    }
+
     #[inline(always)]
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
         Avx512::unpack(self, src, width, out);
@@ -575,7 +629,7 @@ impl WholeGroupKernels for Avx512 {
 /// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without, and the
 /// kernels that decode whole groups (`whole`, AVX2's or AVX-512's) or none.
 #[inline(always)]
-fn decode_with<T: Word, K: WholeGroupKernels>(
+fn decode_with<T: Word, K: Kernels>(
     input: &[u8],
     out: &mut [T],
     simd: Option<Avx2>,
@@ -613,7 +667,7 @@ const WHOLE_GROUP_READS: usize = 2 + 128 + 4 + 128 + SLACK;
 /// exactly what [`decode_group`] accepts, with fewer checks: every read lies in one
 /// window, and 32 fields of any width fill whole bytes.
 #[inline(always)]
-fn decode_whole<K: WholeGroupKernels>(
+fn decode_whole<K: Kernels>(
     kernels: K,
     input: &[u8],
     pos: usize,
@@ -971,23 +1025,27 @@ fn fixed_field<T: Word>(src: &[u8], index: usize, width: u32) -> u64 {
 
 /// Encoded size in bits of `values` (exact, whole bytes per group).
 pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
-    match kernels_for::<T>() {
-        Some(avx2) => avx2.run(
+    match Isa::detect::<T>() {
+        Isa::Avx512(_, avx512) => avx512.run(
+            #[inline(always)]
+            || estimate_with(values, Some(avx512)),
+        ),
+        Isa::Avx2(avx2) => avx2.run(
             #[inline(always)]
             || estimate_with(values, Some(avx2)),
         ),
-        None => estimate_with(values, None),
+        Isa::Portable => estimate_with(values, None::<Avx2>),
     }
 }
 
 /// [`estimate_bits`], with the AVX2 kernels for whole groups of 32-bit words (`simd`) or
 /// without.
 #[inline(always)]
-fn estimate_with<T: Word>(values: &[T], simd: Option<Avx2>) -> u64 {
+fn estimate_with<T: Word, K: Kernels>(values: &[T], simd: Option<K>) -> u64 {
     let mut full = values.chunks_exact(GROUP);
     let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
     if !full.remainder().is_empty() {
-        bits += u64::from(choose(full.remainder(), None).bits);
+        bits += u64::from(choose(full.remainder(), None::<K>).bits);
     }
     bits
 }
@@ -1093,9 +1151,10 @@ mod tests {
         let values: Vec<u32> = (0..32)
             .map(|i| if i < 30 { i % 8 } else { 1 << 20 })
             .collect();
-        let c = choose(&values, None);
+        let c = choose(&values, None::<Avx2>);
         assert_eq!((c.b, c.e, c.exceptions), (3, 18, 2));
         assert_eq!(choose(&values, Avx2::detect()), c);
+        assert_eq!(choose(&values, Avx512::detect()), c);
         for b in 0..=21u32 {
             let k = values.iter().filter(|v| v.bit_length() > b).count();
             assert!(group_bits(32, b, k, 21 - b) >= c.bits, "width {b}");
@@ -1126,17 +1185,21 @@ mod tests {
         use rand::rngs::SmallRng;
         use rand::{Rng, SeedableRng};
         let mut rng = SmallRng::seed_from_u64(29);
-        let simd = Avx2::detect();
+        let (avx2, avx512) = (Avx2::detect(), Avx512::detect());
         for round in 0..400 {
             let n = rng.gen_range(1..200);
             let values = mixed_residuals(&mut rng, round, n);
             let mut portable = Vec::new();
-            let mut kernels = Vec::new();
-            encode_with(&values, &mut portable, None);
-            encode_with(&values, &mut kernels, simd);
-            assert_eq!(portable, kernels, "round {round}");
+            encode_with(&values, &mut portable, None::<Avx2>);
+            let (mut by_avx2, mut by_avx512) = (Vec::new(), Vec::new());
+            encode_with(&values, &mut by_avx2, avx2);
+            encode_with(&values, &mut by_avx512, avx512);
+            assert_eq!(portable, by_avx2, "round {round}");
+            assert_eq!(portable, by_avx512, "round {round}");
             for group in values.chunks(GROUP) {
-                assert_eq!(choose(group, None), choose(group, simd));
+                let c = choose(group, None::<Avx2>);
+                assert_eq!(c, choose(group, avx2));
+                assert_eq!(c, choose(group, avx512));
             }
         }
     }
