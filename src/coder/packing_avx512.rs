@@ -88,6 +88,74 @@ static HALVES: [[Half; 2]; 33] = {
     halves
 };
 
+/// Narrowest width [`Avx512::pack`] packs: from 4 bits a pair of fields fills a byte,
+/// so each output byte takes bits from at most two pairs.
+pub const PACK_MIN_WIDTH: u32 = 4;
+/// Widest width [`Avx512::pack`] packs: a pair of fields shifted by its bit offset in
+/// its first byte still fits 64 bits.
+pub const PACK_MAX_WIDTH: u32 = 28;
+
+/// How to pack 32 fields of one width: pairs of fields joined in 16 64-bit pieces (piece
+/// `j` starts at bit `2 j w`), each shifted left by its start's offset in its first
+/// byte; then each output byte gathers its byte of the last piece starting at or
+/// before it (`first`) and of the piece before (`second`), where that reaches it.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Packing {
+    /// `vpermi2b` control of each output byte's byte of its last piece.
+    first: [u8; 128],
+    /// `vpermi2b` control of each output byte's byte of the piece before.
+    second: [u8; 128],
+    /// Left shift of each piece.
+    shifts: [u64; 16],
+    /// The output bytes with a `first` byte (those of the fields), per 64.
+    first_mask: [u64; 2],
+    /// The output bytes with a `second` byte, per 64.
+    second_mask: [u64; 2],
+}
+
+/// The byte where piece `j` (fields `2 j` and `2 j + 1`) of width `w` starts.
+const fn piece_start(j: usize, w: usize) -> usize {
+    2 * j * w / 8
+}
+
+/// Packings of widths [`PACK_MIN_WIDTH`] to [`PACK_MAX_WIDTH`] (others unused).
+static PACKINGS: [Packing; 33] = {
+    let mut packings = [Packing {
+        first: [0; 128],
+        second: [0; 128],
+        shifts: [0; 16],
+        first_mask: [0; 2],
+        second_mask: [0; 2],
+    }; 33];
+    let mut w = PACK_MIN_WIDTH as usize;
+    while w <= PACK_MAX_WIDTH as usize {
+        let p = &mut packings[w];
+        let mut j = 0;
+        while j < 16 {
+            p.shifts[j] = (2 * j * w % 8) as u64;
+            j += 1;
+        }
+        let mut k = 0;
+        while k < 4 * w {
+            // The last piece starting at or before byte `k`: it reaches byte `k`.
+            let mut last = 0;
+            while last + 1 < 16 && piece_start(last + 1, w) <= k {
+                last += 1;
+            }
+            p.first[k] = (8 * last + k - piece_start(last, w)) as u8;
+            p.first_mask[k / 64] |= 1 << (k % 64);
+            if last > 0 && k - piece_start(last - 1, w) < 8 {
+                p.second[k] = (8 * (last - 1) + k - piece_start(last - 1, w)) as u8;
+                p.second_mask[k / 64] |= 1 << (k % 64);
+            }
+            k += 1;
+        }
+        w += 1;
+    }
+    packings
+};
+
 /// `vpermi2b` controls gathering the thermometer codes' bytes into 8 x 8 bit blocks for
 /// [`Avx512::choose`]: qword `q` of vector `h` is block `(R, C) = (q % 4, 2 h + q / 4)`,
 /// byte `C` of values `8 R .. 8 R + 8` (value `8 R + 7 - s` in byte `s`: the affine
@@ -211,6 +279,28 @@ impl Avx512 {
         unreachable!("no `Avx512` exists off x86_64")
     }
 
+    /// Packs the low `width` bits of each of `values` ([`PACK_MIN_WIDTH`] to
+    /// [`PACK_MAX_WIDTH`] bits) LSB first into the start of `out`, as the portable
+    /// packing does; the bytes they take, `4 * width`. Writes zeros to the rest of the
+    /// first 64 bytes (up to 16 fields' widths) or 128 (wider).
+    ///
+    /// # Panics
+    ///
+    /// If `width` is out of range or `out` shorter than what is written.
+    #[inline]
+    pub fn pack(self, values: &[u32; GROUP], width: u32, out: &mut [u8]) -> usize {
+        assert!((PACK_MIN_WIDTH..=PACK_MAX_WIDTH).contains(&width));
+        assert!(out.len() >= if width <= 16 { 64 } else { 128 });
+        // SAFETY: the features are present (`self` proves it); the kernel writes 64
+        // bytes, or 128 above 16 bits, to `out` (asserted above) and reads `values`.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            x86::pack(values, width, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("no `Avx512` exists off x86_64")
+    }
+
     /// `f()`, compiled with the features enabled where it is inlined into the call, so
     /// the kernels inline into it too. As with `Avx2::run`, pass an `#[inline(always)]`
     /// closure and keep what it runs `#[inline(always)]`.
@@ -230,7 +320,7 @@ impl Avx512 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GroupLayout, BLOCKS, GROUP, HALVES, ROWS};
+    use super::{GroupLayout, BLOCKS, GROUP, HALVES, PACKINGS, ROWS};
 
     /// # Safety
     ///
@@ -390,6 +480,64 @@ mod x86 {
             exceptions: u32::from(count[width as usize]),
             bits,
         }
+    }
+
+    /// See [`super::Avx512::pack`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F, BW and VBMI must be present, `width` 4 to 28, and `out` must hold 64
+    /// bytes, or 128 for widths above 16.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[inline]
+    pub unsafe fn pack(values: &[u32; GROUP], width: u32, out: &mut [u8]) -> usize {
+        let packing = &PACKINGS[width as usize];
+        let p = values.as_ptr();
+        let mask = _mm512_set1_epi32((u32::MAX >> (32 - width)) as i32);
+        // SAFETY: `values` holds 32 values: two vectors of 16.
+        let (v0, v1) = unsafe {
+            (
+                _mm512_and_si512(_mm512_loadu_si512(p.cast()), mask),
+                _mm512_and_si512(_mm512_loadu_si512(p.add(16).cast()), mask),
+            )
+        };
+        // Pairs: the odd field moved down next to the even one.
+        let count = _mm_cvtsi32_si128(width as i32);
+        let low = _mm512_set1_epi64(0xffff_ffff);
+        let pair = |v| {
+            _mm512_or_si512(
+                _mm512_and_si512(v, low),
+                _mm512_sll_epi64(_mm512_srli_epi64::<32>(v), count),
+            )
+        };
+        // SAFETY: `shifts` holds 16 values: two vectors of 8.
+        let (pieces0, pieces1) = unsafe {
+            let s = packing.shifts.as_ptr();
+            (
+                _mm512_sllv_epi64(pair(v0), _mm512_loadu_si512(s.cast())),
+                _mm512_sllv_epi64(pair(v1), _mm512_loadu_si512(s.add(8).cast())),
+            )
+        };
+        let halves = if width <= 16 { 1 } else { 2 };
+        for h in 0..halves {
+            // SAFETY: the controls hold 128 bytes (two vectors); `out` holds
+            // `64 * halves` bytes (the caller's contract).
+            unsafe {
+                let first = _mm512_loadu_si512(packing.first.as_ptr().add(64 * h).cast());
+                let second = _mm512_loadu_si512(packing.second.as_ptr().add(64 * h).cast());
+                let bytes = _mm512_or_si512(
+                    _mm512_maskz_permutex2var_epi8(packing.first_mask[h], pieces0, first, pieces1),
+                    _mm512_maskz_permutex2var_epi8(
+                        packing.second_mask[h],
+                        pieces0,
+                        second,
+                        pieces1,
+                    ),
+                );
+                _mm512_storeu_si512(out.as_mut_ptr().add(64 * h).cast(), bytes);
+            }
+        }
+        4 * width as usize
     }
 
     /// See [`super::Avx512::gather_longer`].
@@ -655,6 +803,30 @@ mod tests {
                     "width {b}"
                 );
                 assert_eq!(by_avx512, by_avx2, "width {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn packs_every_width_like_the_unpacking_reads_it() {
+        let Some(avx512) = Avx512::detect() else {
+            return;
+        };
+        let mut rng = SmallRng::seed_from_u64(9);
+        for width in PACK_MIN_WIDTH..=PACK_MAX_WIDTH {
+            for _ in 0..50 {
+                // Bits above the width must not leak into the packing.
+                let values: [u32; GROUP] = std::array::from_fn(|_| rng.gen());
+                let mask = u32::MAX >> (32 - width);
+                let mut out = [0xa5u8; 160];
+                assert_eq!(avx512.pack(&values, width, &mut out), 4 * width as usize);
+                let fields: Vec<u32> = values.iter().map(|v| v & mask).collect();
+                let expected = packed(&fields, width);
+                let n = 4 * width as usize;
+                assert_eq!(out[..n], expected[..n], "width {width}");
+                let written = if width <= 16 { 64 } else { 128 };
+                assert!(out[n..written].iter().all(|&b| b == 0), "width {width}");
+                assert!(out[written..].iter().all(|&b| b == 0xa5), "width {width}");
             }
         }
     }

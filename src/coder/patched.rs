@@ -48,7 +48,7 @@
 
 use crate::coder::bitio::load_u64;
 use crate::coder::packing_avx2::{self, Avx2, GroupLayout};
-use crate::coder::packing_avx512::Avx512;
+use crate::coder::packing_avx512::{Avx512, PACK_MAX_WIDTH, PACK_MIN_WIDTH};
 use crate::word::Word;
 
 /// Values per group (one width each).
@@ -373,13 +373,13 @@ fn encode_group<T: Word, K: Kernels>(
     let b = choice.b;
     if choice.exceptions == 0 {
         buf[0] = b as u8;
-        return 1 + pack_dispatch(group, b, &mut buf[1..]);
+        return 1 + pack_lows(group, b, &mut buf[1..], simd);
     }
     let m = group.len();
     let list = is_list(choice.exceptions, m);
     buf[0] = b as u8 | HAS_EXCEPTIONS;
     buf[1] = choice.e as u8 | if list { LIST } else { 0 };
-    let at = 2 + pack_dispatch(group, b, &mut buf[2..]);
+    let at = 2 + pack_lows(group, b, &mut buf[2..], simd);
     // The exceptions' positions, and their high parts gathered in position order.
     let mut highs = [T::default(); GROUP];
     let bitmap = match simd_words(group, simd) {
@@ -408,7 +408,25 @@ fn encode_group<T: Word, K: Kernels>(
         buf[at..at + 8].copy_from_slice(&bitmap.to_le_bytes());
         at += m.div_ceil(8);
     }
-    at + pack_highs(&highs, choice.exceptions, choice.e, &mut buf[at..])
+    let high_bytes = (choice.exceptions * choice.e as usize).div_ceil(8);
+    match simd_words(&highs, simd) {
+        // The kernels pack all 32: the zeros after the exceptions' pad the last byte.
+        Some((kernels, words)) if kernels.packs_fast(choice.e) => {
+            kernels.pack_lows(words, choice.e, &mut buf[at..]);
+            at + high_bytes
+        }
+        _ => at + pack_highs(&highs, choice.exceptions, choice.e, &mut buf[at..]),
+    }
+}
+
+/// Writes the low `b` bits of each value of `group` to the start of `buf` (at least
+/// [`SCRATCH`]` - 2` bytes; up to 128 of them may be overwritten); the bytes they take.
+#[inline(always)]
+fn pack_lows<T: Word, K: Kernels>(group: &[T], b: u32, buf: &mut [u8], simd: Option<K>) -> usize {
+    match simd_words(group, simd) {
+        Some((kernels, words)) if b > 0 => kernels.pack_lows(words, b, buf),
+        _ => pack_dispatch(group, b, buf),
+    }
 }
 
 /// Writes the first `k` of `highs` (zeros after them) at width `e` to the start of
@@ -550,6 +568,19 @@ trait Kernels: Copy {
     /// position order at the start of `high` (see `Avx2::gather_longer`).
     fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32;
 
+    /// Writes the low `b` (1 to 32) bits of each of `values` to the start of `buf`
+    /// (which holds [`SCRATCH`]` - 2` bytes); the bytes they take, `4 b`. Up to 128
+    /// bytes from the start may be overwritten.
+    fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        by_width!(32, b, k => pack_blocks::<u32>(values, GROUP / 8, k, buf))
+    }
+
+    /// Whether [`Kernels::pack_lows`] packs `b`-bit fields faster than the portable
+    /// loop packs a few of them.
+    fn packs_fast(self, _b: u32) -> bool {
+        false
+    }
+
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
     /// `packing_avx2::unpack_reads(width)` bytes.
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]);
@@ -606,6 +637,20 @@ impl Kernels for Avx512 {
     #[inline(always)]
     fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
         Avx512::gather_longer(self, values, b, high)
+    }
+
+    #[inline(always)]
+    fn packs_fast(self, b: u32) -> bool {
+        (PACK_MIN_WIDTH..=PACK_MAX_WIDTH).contains(&b)
+    }
+
+    #[inline(always)]
+    fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        if self.packs_fast(b) {
+            self.pack(values, b, buf)
+        } else {
+            by_width!(32, b, k => pack_blocks::<u32>(values, GROUP / 8, k, buf))
+        }
     }
 
     #[inline(always)]
