@@ -79,6 +79,12 @@ fn participants(threads: usize) -> usize {
     }
 }
 
+/// Whether [`map_shared`] with `threads` would share `count` items between threads (if
+/// it can build its pool); otherwise the caller does all the work.
+pub fn runs_in_parallel(threads: usize, count: usize) -> bool {
+    participants(threads).min(count) > 1
+}
+
 /// The pool of `threads` workers, built on first use.
 fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
     let mut pools = lock(&POOLS);

@@ -118,36 +118,39 @@ impl TileRows for RowSegments<'_> {
     }
 }
 
-/// Encodes `tile` of chunk `src` with the only candidate when there is one, else with
-/// the candidate estimated smallest on a sample of the tile.
-pub fn encode_tile<T: Word>(
+/// Appends the payload of `tile` of chunk `src` to `out`: coded with the only candidate
+/// when there is one, else with the candidate estimated smallest on a sample of the
+/// tile.
+pub fn encode_tile_into<T: Word>(
     src: &[u8],
     g: &Geometry,
     tile: &Tile,
     candidates: &Candidates,
     spatial: Spatial,
-) -> Vec<u8> {
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
     let coding = choose::<T>(src, g, tile, candidates, spatial);
     let cols = tile.col0..tile.col1;
     let dims = Dims::of(tile, spatial);
-    let out = T::with_scratch(|chosen| {
+    T::with_scratch(|chosen| {
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
-        let out = encode_with(coding, chosen, dims);
+        encode_with(coding, chosen, dims, out);
         if candidates.try_alternatives {
             // The patched estimate is exact.
             let bits = Coder::Patched.estimate_bits(chosen, dims);
-            if (TILE_HEADER_LEN as u64) + bits / 8 < out.len() as u64 {
+            if (TILE_HEADER_LEN as u64) + bits / 8 < (out.len() - start) as u64 {
                 let packed = Coding {
                     coder: Coder::Patched,
                     ..coding
                 };
-                return encode_with(packed, chosen, dims);
+                out.truncate(start);
+                encode_with(packed, chosen, dims, out);
             }
         }
-        out
     });
     if !candidates.try_alternatives {
-        return out;
+        return;
     }
     // Seed 003: the words themselves as dictionary symbols, when there are few.
     let raw = Coding {
@@ -160,26 +163,32 @@ pub fn encode_tile<T: Word>(
     // whole tile is copied.
     let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
     if dict::distinct(&residuals::<T>(src, g, tile, raw, spatial, probe)).is_none() {
-        return out;
+        return;
     }
     let words = residuals::<T>(src, g, tile, raw, spatial, cols);
     if dict::distinct(&words).is_none() {
-        return out;
+        return;
     }
-    let alternative = encode_with(raw, &words, dims);
-    if alternative.len() < out.len() {
-        alternative
-    } else {
-        out
+    let mut alternative = buffers::take(max_payload_len::<T>(words.len()));
+    encode_with(raw, &words, dims, &mut alternative);
+    if alternative.len() < out.len() - start {
+        out.truncate(start);
+        out.extend_from_slice(&alternative);
     }
+    buffers::give(alternative);
 }
 
-/// The tile payload of `residuals` coded as `coding` says.
-fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims) -> Vec<u8> {
-    // Room for an incompressible tile (the fast coders' worst case is the raw size plus
-    // a byte per 32 words), so the coder never reallocates and copies.
-    let raw = residuals.len() * T::BYTES;
-    let mut out = buffers::take(TILE_HEADER_LEN + raw + raw / 32 + 16);
+/// Room for the payload of `words` words whatever the coder: an incompressible tile
+/// (the fast coders' worst case is the raw size plus a byte per 32 words), so the
+/// coder never reallocates and copies.
+pub fn max_payload_len<T: Word>(words: usize) -> usize {
+    let raw = words * T::BYTES;
+    TILE_HEADER_LEN + raw + raw / 32 + 16
+}
+
+/// Appends the tile payload of `residuals` coded as `coding` says to `out`.
+fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims, out: &mut Vec<u8>) {
+    out.reserve(max_payload_len::<T>(residuals.len()));
     let head = if coding.spatial_head {
         SPATIAL_HEAD_BIT
     } else {
@@ -187,8 +196,7 @@ fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims) -> Vec<u8> 
     };
     out.push(coding.predictor.id() | head);
     out.push(coding.map.id() << 4 | coding.coder.id());
-    coding.coder.encode(residuals, dims, &mut out);
-    out
+    coding.coder.encode(residuals, dims, out);
 }
 
 /// The candidate with the smallest estimated size on a sample of the tile: column
