@@ -347,22 +347,22 @@ fn residuals_with<T: Word, M: MapOp>(
             let at = g.offset(plane, row, cols.start) * w;
             let words = src[at..at + width * w].chunks_exact(w);
             let mut cur = rp.take_row(width);
-            let start = out.len();
-            out.resize(start + width, T::default());
-            let dst = &mut out[start..];
             let s = spatial.stride;
             let prediction = rp.predict(width);
             if let (Some(p), false) = (prediction, lorenzo) {
                 // The common case in one pass: each word read once, kept as history and
-                // its residual stored.
-                for (((c, d), x), &p) in cur.iter_mut().zip(dst.iter_mut()).zip(words).zip(p) {
+                // its residual appended (not zeroed first).
+                out.extend(cur.iter_mut().zip(words).zip(p).map(|((c, x), &p)| {
                     let m = M::to_int(T::load(x));
                     *c = m;
-                    *d = M::residual(m, p);
-                }
+                    M::residual(m, p)
+                }));
                 rp.observe(cur);
                 continue;
             }
+            let start = out.len();
+            out.resize(start + width, T::default());
+            let dst = &mut out[start..];
             for (c, x) in cur.iter_mut().zip(words) {
                 *c = M::to_int(T::load(x));
             }
