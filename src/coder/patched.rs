@@ -429,6 +429,13 @@ fn pack_lows<T: Word, K: Kernels>(group: &[T], b: u32, buf: &mut [u8], simd: Opt
     }
 }
 
+/// Writes the low `b` (1 to 32) bits of each of a whole group of 32-bit words to the start
+/// of `buf`, by blocks of 8 (the portable packing under the kernels); the bytes they take.
+#[inline(always)]
+fn pack_whole_group(values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+    by_width!(32, b, k => pack_blocks::<u32>(values, GROUP / 8, k, buf))
+}
+
 /// Writes the first `k` of `highs` (zeros after them) at width `e` to the start of
 /// `buf`; the bytes they take (up to 16 bytes after them may be overwritten).
 #[inline(always)]
@@ -572,7 +579,7 @@ trait Kernels: Copy {
     /// (which holds [`SCRATCH`]` - 2` bytes); the bytes they take, `4 b`. Up to 128
     /// bytes from the start may be overwritten.
     fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
-        by_width!(32, b, k => pack_blocks::<u32>(values, GROUP / 8, k, buf))
+        pack_whole_group(values, b, buf)
     }
 
     /// Whether [`Kernels::pack_lows`] packs `b`-bit fields faster than the portable
@@ -649,7 +656,7 @@ impl Kernels for Avx512 {
         if self.packs_fast(b) {
             self.pack(values, b, buf)
         } else {
-            by_width!(32, b, k => pack_blocks::<u32>(values, GROUP / 8, k, buf))
+            pack_whole_group(values, b, buf)
         }
     }
 
