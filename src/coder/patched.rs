@@ -307,7 +307,12 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
             #[inline(always)]
             || encode_with(values, out, Some(avx2)),
         ),
-        Isa::Portable => encode_with(values, out, None::<Avx2>),
+        // The portable loops (64-bit words, or no AVX2), compiled for the CPU's widest
+        // vectors and its bit-counting instructions.
+        Isa::Portable => crate::isa::vectorised(
+            #[inline(always)]
+            || encode_with(values, out, None::<Avx2>),
+        ),
     }
 }
 
@@ -562,7 +567,10 @@ pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
             #[inline(always)]
             || decode_with(input, out, Some(avx2), Some(avx2)),
         ),
-        Isa::Portable => decode_with(input, out, None, None::<Avx2>),
+        Isa::Portable => crate::isa::vectorised(
+            #[inline(always)]
+            || decode_with(input, out, None, None::<Avx2>),
+        ),
     }
 }
 
@@ -1086,7 +1094,10 @@ pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
             #[inline(always)]
             || estimate_with(values, Some(avx2)),
         ),
-        Isa::Portable => estimate_with(values, None::<Avx2>),
+        Isa::Portable => crate::isa::vectorised(
+            #[inline(always)]
+            || estimate_with(values, None::<Avx2>),
+        ),
     }
 }
 
