@@ -539,6 +539,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coder::testing;
 
     /// Fields of `width` bits packed LSB first, as the patched encoder writes them.
     fn packed(fields: &[u32], width: u32) -> Vec<u8> {
@@ -578,23 +579,6 @@ mod tests {
         }
     }
 
-    /// Groups with lengths 0 to 32 in every lane, zeros, and the top bit set.
-    fn encoder_groups() -> Vec<[u32; GROUP]> {
-        let mut groups = vec![[0u32; GROUP], [u32::MAX; GROUP], [0x8000_0000; GROUP]];
-        for shift in 0..33u32 {
-            groups.push(std::array::from_fn(|i| {
-                let v = (i as u32 + 7).wrapping_mul(0x9E37_79B9).rotate_left(shift);
-                v.checked_shr(i as u32 % 33).unwrap_or(0) | u32::from(i == 5) << (shift % 32)
-            }));
-            groups.push(std::array::from_fn(|i| {
-                u32::MAX
-                    .checked_shr(32 - ((i as u32 + shift) % 33))
-                    .unwrap_or(0)
-            }));
-        }
-        groups
-    }
-
     fn bit_length(v: u32) -> u32 {
         32 - v.leading_zeros()
     }
@@ -630,7 +614,7 @@ mod tests {
         let Some(avx2) = Avx2::detect() else {
             return;
         };
-        let mut groups = encoder_groups();
+        let mut groups = testing::kernel_groups();
         // Groups of two lengths whose sizes tie at two or more widths (found by trying
         // every width): (length of the rest, length of `n` values, n).
         for (rest, length, n) in [
@@ -659,7 +643,7 @@ mod tests {
         let Some(avx2) = Avx2::detect() else {
             return;
         };
-        for values in encoder_groups() {
+        for values in testing::kernel_groups() {
             for b in 0..32 {
                 let mut high = [0u32; GROUP];
                 let bitmap = avx2.gather_longer(&values, b, &mut high);

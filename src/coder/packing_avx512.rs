@@ -11,16 +11,13 @@
 //! proves it), inside [`Avx512::run`], which compiles the coder's loops for AVX-512 as
 //! well. Other CPUs keep the AVX2 kernels or the portable loops.
 
+// `unpack_reads`: the AVX2 kernel's requirement is this one's too, so the decoder's
+// windows serve both (this kernel reads only the fields).
+pub use super::packing_avx2::unpack_reads;
 use super::packing_avx2::GroupLayout;
 
 /// Values per group.
 const GROUP: usize = 32;
-
-/// Bytes [`Avx512::unpack`] requires after a group's first: its fields and 16 more (as
-/// the AVX2 kernel, so the decoder's windows serve both; it reads only the fields).
-pub fn unpack_reads(width: u32) -> usize {
-    (GROUP * width as usize).div_ceil(8) + 16
-}
 
 /// Whether the CPU runs these kernels.
 fn available() -> bool {
@@ -627,6 +624,7 @@ mod x86 {
 mod tests {
     use super::*;
     use crate::coder::packing_avx2::Avx2;
+    use crate::coder::testing;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
@@ -740,21 +738,10 @@ mod tests {
         }
     }
 
-    /// Groups of every kind the encoder meets: zeros, all ones, each bit length in
-    /// every lane, ties between widths, a few outliers, and random mixes.
+    /// The kernels' shared test groups (zeros, all ones, each bit length in every
+    /// lane, ties between widths), and random mixes with a few outliers.
     fn encoder_groups() -> Vec<[u32; GROUP]> {
-        let mut groups = vec![[0u32; GROUP], [u32::MAX; GROUP], [0x8000_0000; GROUP]];
-        for shift in 0..33u32 {
-            groups.push(std::array::from_fn(|i| {
-                u32::MAX
-                    .checked_shr(32 - ((i as u32 + shift) % 33))
-                    .unwrap_or(0)
-            }));
-            groups.push(std::array::from_fn(|i| {
-                let v = (i as u32 + 7).wrapping_mul(0x9E37_79B9).rotate_left(shift);
-                v.checked_shr(i as u32 % 33).unwrap_or(0) | u32::from(i == 5) << (shift % 32)
-            }));
-        }
+        let mut groups = testing::kernel_groups();
         let mut rng = SmallRng::seed_from_u64(5);
         for _ in 0..3000 {
             let base = rng.gen_range(0..=32u32);

@@ -7,6 +7,25 @@ use rand::{Rng, SeedableRng};
 use super::{Coder, Dims};
 use crate::word::Word;
 
+/// Groups of 32 words for the SIMD kernels' tests: zeros, all ones, the top bit alone,
+/// and for every shift, each bit length 0 to 32 in every lane and mixed lengths with one
+/// bit set at the shift.
+pub fn kernel_groups() -> Vec<[u32; 32]> {
+    let mut groups = vec![[0u32; 32], [u32::MAX; 32], [0x8000_0000; 32]];
+    for shift in 0..33u32 {
+        groups.push(std::array::from_fn(|i| {
+            let v = (i as u32 + 7).wrapping_mul(0x9E37_79B9).rotate_left(shift);
+            v.checked_shr(i as u32 % 33).unwrap_or(0) | u32::from(i == 5) << (shift % 32)
+        }));
+        groups.push(std::array::from_fn(|i| {
+            u32::MAX
+                .checked_shr(32 - ((i as u32 + shift) % 33))
+                .unwrap_or(0)
+        }));
+    }
+    groups
+}
+
 /// A layout of rows of `width` words whose `left` neighbour distance varies with it
 /// (and exceeds the width when the width is 1).
 pub fn dims(width: usize) -> Dims {
