@@ -31,7 +31,9 @@
 //! The tile payloads follow the header, in tile order; each starts with the predictor,
 //! residual map and coder it was coded with (see `tile`).
 
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use std::hash::Hasher;
+
+use twox_hash::XxHash3_64;
 
 use crate::coder::Coder;
 use crate::error::{Error, Result};
@@ -84,7 +86,7 @@ pub struct Header {
 
 /// Checksum of the decoded bytes of a stored (verbatim) chunk.
 pub fn data_checksum(bytes: &[u8]) -> u64 {
-    xxh3_64(bytes)
+    XxHash3_64::oneshot(bytes)
 }
 
 /// XXH3-64 of the words of `tile` in `chunk`, row by row: computed per tile so the
@@ -107,22 +109,22 @@ pub fn digest_rows<'a>(rows: impl IntoIterator<Item = &'a [u8]>) -> u64 {
 
 /// A tile digest built up row by row as the rows are decoded, while each is still in
 /// cache: the same value as [`digest_rows`] of the same rows.
-pub struct RowDigest(Xxh3);
+pub struct RowDigest(XxHash3_64);
 
 impl RowDigest {
     /// The digest of no rows yet.
     pub fn new() -> Self {
-        RowDigest(Xxh3::new())
+        RowDigest(XxHash3_64::new())
     }
 
     /// Adds the next row.
     pub fn update(&mut self, row: &[u8]) {
-        self.0.update(row);
+        self.0.write(row);
     }
 
     /// The digest of the rows added.
     pub fn finish(&self) -> u64 {
-        self.0.digest()
+        self.0.finish()
     }
 }
 
@@ -135,7 +137,7 @@ impl Default for RowDigest {
 /// The chunk checksum of per-tile digests.
 pub fn combine_digests(digests: &[u64]) -> u64 {
     let bytes: Vec<u8> = digests.iter().flat_map(|d| d.to_le_bytes()).collect();
-    xxh3_64(&bytes)
+    XxHash3_64::oneshot(&bytes)
 }
 
 impl Header {
@@ -181,7 +183,7 @@ impl Header {
         for s in &self.tile_sizes {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        let sum = xxh3_64(&out[start..]) as u32;
+        let sum = XxHash3_64::oneshot(&out[start..]) as u32;
         out.extend_from_slice(&sum.to_le_bytes());
     }
 
@@ -237,7 +239,7 @@ impl Header {
         let tile_sizes: Vec<u32> = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
         let header_end = r.pos;
         let stored_sum = r.u32()?;
-        if xxh3_64(&input[..header_end]) as u32 != stored_sum {
+        if XxHash3_64::oneshot(&input[..header_end]) as u32 != stored_sum {
             return Err(Error::HeaderChecksum);
         }
         let header = Header {
