@@ -1,6 +1,6 @@
 //! Running a plain Rust loop compiled for the widest vector instructions the CPU has
 //! (AVX-512, AVX2, or the baseline), chosen at run time, so the compiler's
-//! auto-vectorisation of simple loops (the predictors' restores and residuals) uses
+//! auto-vectorisation of simple loops (the predictions and the restores) uses
 //! them without a build for one CPU.
 
 /// The vector instructions [`vectorised`] compiles for.

@@ -160,7 +160,8 @@ impl<T: Word> RowPredictor<T> {
     }
 
     /// The prediction of the next row's first `n` columns, or `None` before any row
-    /// (predict zero). For "previous" and Lorenzo this is the previous row itself.
+    /// (predict zero). For "previous" and Lorenzo this is the previous row itself. The
+    /// loops run compiled for the CPU's widest vectors ([`crate::isa::vectorised`]).
     pub fn predict(&mut self, n: usize) -> Option<&[T]> {
         let seen = self.rows.len();
         if seen == 0 {
@@ -173,42 +174,47 @@ impl<T: Word> RowPredictor<T> {
         }
         self.prediction.resize(n, T::default());
         let out = &mut self.prediction[..];
-        match self.kind {
-            Predictor::Lagrange(_) => {
-                let coefficients = lagrange_coefficients(seen);
-                let (h0, h1) = (&self.rows[0][..n], &self.rows[1][..n]);
-                if seen == 2 {
-                    for ((o, &a), &b) in out.iter_mut().zip(h0).zip(h1) {
-                        *o = a.wrapping_add(a).wrapping_sub(b);
-                    }
-                } else {
-                    for (c, o) in out.iter_mut().enumerate() {
-                        let mut acc = T::default();
-                        for (row, &k) in self.rows.iter().zip(coefficients) {
-                            acc = acc
-                                .wrapping_add(T::from_u64(row[c].to_u64().wrapping_mul(k as u64)));
+        let (kind, rows) = (self.kind, &self.rows);
+        let (level, trend, scratch) = (&self.level, &self.trend, &mut self.scratch);
+        crate::isa::vectorised(
+            #[inline(always)]
+            || match kind {
+                Predictor::Lagrange(_) => {
+                    let coefficients = lagrange_coefficients(seen);
+                    let (h0, h1) = (&rows[0][..n], &rows[1][..n]);
+                    if seen == 2 {
+                        for ((o, &a), &b) in out.iter_mut().zip(h0).zip(h1) {
+                            *o = a.wrapping_add(a).wrapping_sub(b);
                         }
-                        *o = acc;
+                    } else {
+                        for (c, o) in out.iter_mut().enumerate() {
+                            let mut acc = T::default();
+                            for (row, &k) in rows.iter().zip(coefficients) {
+                                acc = acc.wrapping_add(T::from_u64(
+                                    row[c].to_u64().wrapping_mul(k as u64),
+                                ));
+                            }
+                            *o = acc;
+                        }
                     }
                 }
-            }
-            Predictor::Mean(_) => mean(&self.rows, out),
-            Predictor::Median(_) => {
-                for (c, o) in out.iter_mut().enumerate() {
-                    self.scratch.clear();
-                    self.scratch
-                        .extend(self.rows.iter().map(|row| u128::from(row[c].to_u64())));
-                    self.scratch.sort_unstable();
-                    *o = T::from_u64(self.scratch[(seen - 1) / 2] as u64);
+                Predictor::Mean(_) => mean(rows, out),
+                Predictor::Median(_) => {
+                    for (c, o) in out.iter_mut().enumerate() {
+                        scratch.clear();
+                        scratch.extend(rows.iter().map(|row| u128::from(row[c].to_u64())));
+                        scratch.sort_unstable();
+                        *o = T::from_u64(scratch[(seen - 1) / 2] as u64);
+                    }
                 }
-            }
-            Predictor::Holt => {
-                for ((o, &level), &trend) in out.iter_mut().zip(&self.level).zip(&self.trend) {
-                    *o = T::from_u64(((level + trend) >> HOLT_FRACTION) as u64);
+                Predictor::Holt => {
+                    for ((o, &level), &trend) in out.iter_mut().zip(level).zip(trend) {
+                        *o = T::from_u64(((level + trend) >> HOLT_FRACTION) as u64);
+                    }
                 }
-            }
-            Predictor::Lorenzo | Predictor::Zero => unreachable!("handled above"),
-        }
+                Predictor::Lorenzo | Predictor::Zero => unreachable!("handled above"),
+            },
+        );
         Some(&self.prediction[..n])
     }
 
@@ -247,6 +253,7 @@ impl<T: Word> RowPredictor<T> {
 
 /// Writes into `out` the integer mean of the first `out.len()` columns of `rows`,
 /// column by column (truncated), for a history of 1 to 8 rows (more take a slower loop).
+#[inline(always)]
 fn mean<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
     let n = out.len();
     match rows.len() {
