@@ -78,6 +78,13 @@ impl ResidualMap {
             ResidualMap::RotateSubtract | ResidualMap::Subtract => r.unzigzag().wrapping_add(p),
         }
     }
+
+    /// Whether restoring adds the prediction: `restore(r, p + q) == restore(r, p) + q`
+    /// for all words (wrapping), true of the subtracting maps, not of XOR. A recurrence
+    /// of such restores is then a prefix sum.
+    pub const fn is_additive(self) -> bool {
+        matches!(self, ResidualMap::RotateSubtract | ResidualMap::Subtract)
+    }
 }
 
 /// A residual map as a type, so hot loops are compiled once per map with no branch.
@@ -90,6 +97,8 @@ pub trait MapOp: Copy + Send + Sync {
     fn residual<T: Word>(m: T, p: T) -> T;
     /// See [`ResidualMap::restore`].
     fn restore<T: Word>(r: T, p: T) -> T;
+    /// See [`ResidualMap::is_additive`].
+    const ADDITIVE: bool;
 }
 
 macro_rules! map_op {
@@ -98,6 +107,7 @@ macro_rules! map_op {
         #[derive(Debug, Clone, Copy)]
         pub struct $name;
         impl MapOp for $name {
+            const ADDITIVE: bool = $map.is_additive();
             #[inline(always)]
             fn to_int<T: Word>(x: T) -> T {
                 $map.to_int(x)
@@ -149,6 +159,23 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn restores_of_the_subtracting_maps_add_the_prediction_and_xor_does_not() {
+        let words = [0u32, 1, 2, 0x8000_0000, 0x7fff_ffff, u32::MAX, 0x7fc0_1234];
+        for map in ResidualMap::ALL {
+            let mut additive = true;
+            for &r in &words {
+                for &p in &words {
+                    for &q in &words {
+                        let sum = map.restore(r, p.wrapping_add(q));
+                        additive &= sum == map.restore(r, p).wrapping_add(q);
+                    }
+                }
+            }
+            assert_eq!(additive, map.is_additive(), "{map:?}");
         }
     }
 

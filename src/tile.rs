@@ -416,8 +416,23 @@ fn lorenzo_prediction<T: Word>(now: T, left: T, back: T) -> T {
 /// `pred`, or `M::restore(res[i], seg[i - s])` without one. Strides of 1, 2 and 4 keep
 /// the last `s` values in registers and walk the slices in whole steps of `s`, with no
 /// bounds check or index arithmetic per value.
+///
+/// For an additive map (see [`ResidualMap::is_additive`]) with a stride of 1, 2 or 4
+/// the recurrence is a strided prefix sum of `M::restore(res[i], pred[i] - pred[i - s])`
+/// (or `M::restore(res[i], 0)`): both passes vectorise, where the plain loop waits
+/// for each value before the next.
 #[inline(never)]
 fn recur<T: Word, M: MapOp>(seg: &mut [T], s: usize, res: &[T], pred: Option<&[T]>) {
+    if M::ADDITIVE && matches!(s, 1 | 2 | 4) {
+        return crate::isa::vectorised(
+            #[inline(always)]
+            || match s {
+                1 => recur_additive::<T, M, 1>(seg, res, pred),
+                2 => recur_additive::<T, M, 2>(seg, res, pred),
+                _ => recur_additive::<T, M, 4>(seg, res, pred),
+            },
+        );
+    }
     match s {
         1 => recur_by::<T, M, 1>(seg, res, pred),
         2 => recur_by::<T, M, 2>(seg, res, pred),
@@ -472,6 +487,75 @@ fn recur_by<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], pred: O
         *v = M::restore(res[i], predicted);
     }
 }
+
+/// [`recur`] for an additive map and a stride `S` of 1, 2 or 4: each value's own part
+/// of its restore first, then the strided prefix sum that adds the neighbours.
+#[inline(always)]
+fn recur_additive<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], pred: Option<&[T]>) {
+    let n = seg.len();
+    if n <= S {
+        return;
+    }
+    let (seg_body, res_body) = (&mut seg[S..], &res[S..n]);
+    match pred {
+        None => {
+            for (v, &r) in seg_body.iter_mut().zip(res_body) {
+                *v = M::restore(r, T::default());
+            }
+        }
+        Some(p) => {
+            let steps = seg_body
+                .iter_mut()
+                .zip(res_body)
+                .zip(&p[S..n])
+                .zip(&p[..n - S]);
+            for (((v, &r), &now), &back) in steps {
+                *v = M::restore(r, now.wrapping_sub(back));
+            }
+        }
+    }
+    strided_prefix_sum::<T, S>(seg);
+}
+
+/// Adds `seg[i - S]` to each `seg[i]` from `S` on, in order (wrapping): each value
+/// becomes the sum of itself and every `S`-th value before it. Blocks of [`SCAN_LANES`]
+/// values are summed in registers by doubling shifts, then the sums of the blocks before
+/// (the carry) are added. `S` divides the lanes.
+#[inline(always)]
+fn strided_prefix_sum<T: Word, const S: usize>(seg: &mut [T]) {
+    // The sums of the last block's final `S` values, repeated across the lanes.
+    let mut carry = [T::default(); SCAN_LANES];
+    let mut blocks = seg.chunks_exact_mut(SCAN_LANES);
+    for block in &mut blocks {
+        let mut x: [T; SCAN_LANES] = std::array::from_fn(|i| block[i]);
+        let mut shift = S;
+        while shift < SCAN_LANES {
+            let before = x;
+            for i in shift..SCAN_LANES {
+                x[i] = x[i].wrapping_add(before[i - shift]);
+            }
+            shift *= 2;
+        }
+        // The block's own sums, repeated: computed before the carry is added, so the
+        // only wait from one block to the next is the carry's one addition.
+        let totals: [T; SCAN_LANES] = std::array::from_fn(|i| x[SCAN_LANES - S + i % S]);
+        for (v, &c) in x.iter_mut().zip(&carry) {
+            *v = v.wrapping_add(c);
+        }
+        block.copy_from_slice(&x);
+        for (c, &t) in carry.iter_mut().zip(&totals) {
+            *c = c.wrapping_add(t);
+        }
+    }
+    let tail = blocks.into_remainder();
+    for i in 0..tail.len() {
+        let left = if i >= S { tail[i - S] } else { carry[i] };
+        tail[i] = tail[i].wrapping_add(left);
+    }
+}
+
+/// Values per block of [`strided_prefix_sum`]: a 512-bit register of 32-bit words.
+const SCAN_LANES: usize = 16;
 
 /// The runs of the innermost axis that columns `start..start + width` of a row cross,
 /// as index ranges into those columns (one run of everything without such an axis).
@@ -657,17 +741,20 @@ mod tests {
 
     #[test]
     fn recurrences_of_every_stride_match_the_plain_loop() {
-        fn check<M: MapOp>(name: &str) {
+        // Lengths past several scan blocks, with every tail; both word sizes.
+        fn check<T: Word, M: MapOp>(name: &str) {
+            let word = |i: usize, k: u64| {
+                T::from_u64((i as u64 ^ k).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 3)
+            };
             for s in 1..=5 {
-                for len in 0..40 {
-                    let word = |i: usize, k: u32| (i as u32 ^ k).wrapping_mul(2_654_435_761);
-                    let residuals: Vec<u32> = (0..len).map(|i| word(i, 1)).collect();
-                    let pred: Vec<u32> = (0..len).map(|i| word(i, 7)).collect();
-                    let head: Vec<u32> = (0..len).map(|i| word(i, 3)).collect();
+                for len in 0..100 {
+                    let residuals: Vec<T> = (0..len).map(|i| word(i, 1)).collect();
+                    let pred: Vec<T> = (0..len).map(|i| word(i, 7)).collect();
+                    let head: Vec<T> = (0..len).map(|i| word(i, 3)).collect();
                     for lorenzo in [false, true] {
                         let mut fast = head.clone();
                         let p = lorenzo.then_some(&pred[..]);
-                        recur::<u32, M>(&mut fast, s, &residuals, p);
+                        recur::<T, M>(&mut fast, s, &residuals, p);
                         let mut plain = head.clone();
                         for i in s..len {
                             let left = plain[i - s];
@@ -678,12 +765,20 @@ mod tests {
                             };
                             plain[i] = M::restore(residuals[i], predicted);
                         }
-                        assert_eq!(fast, plain, "{name}, stride {s}, length {len}, {lorenzo}");
+                        let bits = T::BITS;
+                        assert_eq!(
+                            fast, plain,
+                            "{name} {bits}, stride {s}, length {len}, {lorenzo}"
+                        );
                     }
                 }
             }
         }
-        check::<XorOp>("xor");
-        check::<SubtractOp>("subtract");
+        check::<u32, XorOp>("xor");
+        check::<u32, SubtractOp>("subtract");
+        check::<u32, RotateSubtractOp>("rotate-subtract");
+        check::<u64, XorOp>("xor");
+        check::<u64, SubtractOp>("subtract");
+        check::<u64, RotateSubtractOp>("rotate-subtract");
     }
 }
