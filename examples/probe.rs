@@ -1,0 +1,60 @@
+//! Times the core codec on one chunk of complex64 words, one thread: the probe that
+//! `scripts/probes.py` builds against two revisions and runs interleaved.
+//!
+//! Usage: `probe FILE ROWS REPEATS [archive]`. FILE holds the chunk's raw little-endian
+//! float32 words (complex64 pairs), ROWS time rows of equal length. Prints the ratio
+//! and the best compress and decompress throughputs in MB/s of REPEATS runs each.
+
+use std::time::Instant;
+
+use karoo::{compress, decompress_with, Mode, Params};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: probe FILE ROWS REPEATS [archive]");
+        std::process::exit(2);
+    }
+    let data = std::fs::read(&args[1]).expect("readable probe file");
+    let rows: usize = args[2].parse().expect("ROWS is a number");
+    let repeats: usize = args[3].parse().expect("REPEATS is a number");
+    let elements = data.len() / 8 / rows;
+    assert_eq!(
+        elements * 8 * rows,
+        data.len(),
+        "rows of whole complex64 elements"
+    );
+    let params = Params {
+        components: 2,
+        threads: 1,
+        mode: if args.get(4).is_some_and(|m| m == "archive") {
+            Mode::Archive
+        } else {
+            Mode::Fast
+        },
+        ..Params::new(4, &[rows, elements, 2])
+    };
+    let best = |work: &mut dyn FnMut()| {
+        (0..repeats.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                work();
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut packed = Vec::new();
+    let compress_s = best(&mut || packed = compress(&data, &params).expect("compresses"));
+    let mut back = Vec::new();
+    let decompress_s = best(&mut || {
+        back = decompress_with(&packed, u64::MAX, 1).expect("decompresses");
+    });
+    assert!(back == data, "round trip is bit-exact");
+    let mb = data.len() as f64 / 1e6;
+    println!(
+        "ratio {:.4} compress {:.1} decompress {:.1}",
+        packed.len() as f64 / data.len() as f64,
+        mb / compress_s,
+        mb / decompress_s
+    );
+}
