@@ -124,7 +124,7 @@ pub struct RowPredictor<T: Word> {
     level: Vec<i128>,
     trend: Vec<i128>,
     prediction: Vec<T>,
-    scratch: Vec<u128>,
+    scratch: Vec<u64>,
 }
 
 impl<T: Word> RowPredictor<T> {
@@ -199,14 +199,7 @@ impl<T: Word> RowPredictor<T> {
                     }
                 }
                 Predictor::Mean(_) => mean(rows, out),
-                Predictor::Median(_) => {
-                    for (c, o) in out.iter_mut().enumerate() {
-                        scratch.clear();
-                        scratch.extend(rows.iter().map(|row| u128::from(row[c].to_u64())));
-                        scratch.sort_unstable();
-                        *o = T::from_u64(scratch[(seen - 1) / 2] as u64);
-                    }
-                }
+                Predictor::Median(_) => median(rows, out, scratch),
                 Predictor::Holt => {
                     for ((o, &level), &trend) in out.iter_mut().zip(level).zip(trend) {
                         *o = T::from_u64(((level + trend) >> HOLT_FRACTION) as u64);
@@ -265,6 +258,48 @@ fn mean<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
         6 => mean_by::<T, 6>(std::array::from_fn(|j| &rows[j][..n]), out),
         7 => mean_by::<T, 7>(std::array::from_fn(|j| &rows[j][..n]), out),
         _ => mean_of(rows, out),
+    }
+}
+
+/// Writes into `out` the lower median of the first `out.len()` columns of `rows`,
+/// column by column: the `(rows - 1) / 2`-th smallest as unsigned words. Histories of 2
+/// to 5 rows (every median predictor's) are sorted by a network of minima and maxima,
+/// which vectorises across columns; longer ones by sorting each column in `scratch`.
+#[inline(always)]
+fn median<T: Word>(rows: &[Vec<T>], out: &mut [T], scratch: &mut Vec<u64>) {
+    let n = out.len();
+    match rows.len() {
+        2 => median_by::<T, 2>(std::array::from_fn(|j| &rows[j][..n]), out),
+        3 => median_by::<T, 3>(std::array::from_fn(|j| &rows[j][..n]), out),
+        4 => median_by::<T, 4>(std::array::from_fn(|j| &rows[j][..n]), out),
+        5 => median_by::<T, 5>(std::array::from_fn(|j| &rows[j][..n]), out),
+        _ => median_of(rows, out, scratch),
+    }
+}
+
+/// The lower median of `N` rows by odd-even transposition sort: `N` rounds of
+/// compare-exchanges on neighbours sort any `N` values, with no branch.
+#[inline(always)]
+fn median_by<T: Word, const N: usize>(rows: [&[T]; N], out: &mut [T]) {
+    for (c, o) in out.iter_mut().enumerate() {
+        let mut v: [T; N] = std::array::from_fn(|j| rows[j][c]);
+        for round in 0..N {
+            for i in (round % 2..N - 1).step_by(2) {
+                let (low, high) = (v[i].min(v[i + 1]), v[i].max(v[i + 1]));
+                (v[i], v[i + 1]) = (low, high);
+            }
+        }
+        *o = v[(N - 1) / 2];
+    }
+}
+
+/// The lower median of any number of rows, each column sorted in `scratch`.
+fn median_of<T: Word>(rows: &[Vec<T>], out: &mut [T], scratch: &mut Vec<u64>) {
+    for (c, o) in out.iter_mut().enumerate() {
+        scratch.clear();
+        scratch.extend(rows.iter().map(|row| row[c].to_u64()));
+        scratch.sort_unstable();
+        *o = T::from_u64(scratch[(rows.len() - 1) / 2]);
     }
 }
 
@@ -397,6 +432,35 @@ mod tests {
                 let mut wide = vec![T::default(); 37];
                 mean_of(&rows, &mut wide);
                 assert_eq!(out, wide, "{} bits, {history} rows", T::BITS);
+            }
+        }
+        check::<u8>();
+        check::<u16>();
+        check::<u32>();
+        check::<u64>();
+    }
+
+    #[test]
+    fn medians_of_every_history_length_match_a_sort_at_every_word_size() {
+        // Every arrangement of five values (ties and extremes among them) over the
+        // history's rows, one arrangement per column.
+        fn check<T: Word>() {
+            let max = u64::MAX >> (64 - T::BITS);
+            let values = [0, 1, 2, max >> 1 ^ max, max].map(T::from_u64);
+            for history in 1..=6u32 {
+                let columns = values.len().pow(history.min(5));
+                let value = |j: u32, c: usize| values[c / values.len().pow(j % 5) % values.len()];
+                let rows: Vec<Vec<T>> = (0..history)
+                    .map(|j| (0..columns).map(|c| value(j, c)).collect())
+                    .collect();
+                let mut out = vec![T::default(); columns];
+                median(&rows, &mut out, &mut Vec::new());
+                for (c, &got) in out.iter().enumerate() {
+                    let mut column: Vec<T> = rows.iter().map(|row| row[c]).collect();
+                    column.sort_unstable();
+                    let want = column[(column.len() - 1) / 2];
+                    assert_eq!(got, want, "{} bits, {history} rows, {column:?}", T::BITS);
+                }
             }
         }
         check::<u8>();

@@ -11,7 +11,7 @@ pub trait Word:
     Copy
     + Debug
     + Default
-    + Eq
+    + Ord
     + BitXor<Output = Self>
     + BitAnd<Output = Self>
     + BitOr<Output = Self>
