@@ -244,19 +244,26 @@ impl<T: Word> RowPredictor<T> {
     }
 }
 
+/// The first `n` columns of each of the `N` rows, as an array for the loops whose row
+/// count is a constant.
+#[inline(always)]
+fn columns<T: Word, const N: usize>(rows: &[Vec<T>], n: usize) -> [&[T]; N] {
+    std::array::from_fn(|j| &rows[j][..n])
+}
+
 /// Writes into `out` the integer mean of the first `out.len()` columns of `rows`,
 /// column by column (truncated), for a history of 1 to 8 rows (more take a slower loop).
 #[inline(always)]
 fn mean<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
     let n = out.len();
     match rows.len() {
-        2 => mean_pow2::<T, 2>(std::array::from_fn(|j| &rows[j][..n]), out),
-        4 => mean_pow2::<T, 4>(std::array::from_fn(|j| &rows[j][..n]), out),
-        8 => mean_pow2::<T, 8>(std::array::from_fn(|j| &rows[j][..n]), out),
-        3 => mean_by::<T, 3>(std::array::from_fn(|j| &rows[j][..n]), out),
-        5 => mean_by::<T, 5>(std::array::from_fn(|j| &rows[j][..n]), out),
-        6 => mean_by::<T, 6>(std::array::from_fn(|j| &rows[j][..n]), out),
-        7 => mean_by::<T, 7>(std::array::from_fn(|j| &rows[j][..n]), out),
+        2 => mean_pow2::<T, 2>(columns(rows, n), out),
+        4 => mean_pow2::<T, 4>(columns(rows, n), out),
+        8 => mean_pow2::<T, 8>(columns(rows, n), out),
+        3 => mean_by::<T, 3>(columns(rows, n), out),
+        5 => mean_by::<T, 5>(columns(rows, n), out),
+        6 => mean_by::<T, 6>(columns(rows, n), out),
+        7 => mean_by::<T, 7>(columns(rows, n), out),
         _ => mean_of(rows, out),
     }
 }
@@ -269,10 +276,10 @@ fn mean<T: Word>(rows: &[Vec<T>], out: &mut [T]) {
 fn median<T: Word>(rows: &[Vec<T>], out: &mut [T], scratch: &mut Vec<u64>) {
     let n = out.len();
     match rows.len() {
-        2 => median_by::<T, 2>(std::array::from_fn(|j| &rows[j][..n]), out),
-        3 => median_by::<T, 3>(std::array::from_fn(|j| &rows[j][..n]), out),
-        4 => median_by::<T, 4>(std::array::from_fn(|j| &rows[j][..n]), out),
-        5 => median_by::<T, 5>(std::array::from_fn(|j| &rows[j][..n]), out),
+        2 => median_by::<T, 2>(columns(rows, n), out),
+        3 => median_by::<T, 3>(columns(rows, n), out),
+        4 => median_by::<T, 4>(columns(rows, n), out),
+        5 => median_by::<T, 5>(columns(rows, n), out),
         _ => median_of(rows, out, scratch),
     }
 }
