@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use karoo::coder::bitplane::{decode, encode};
-use karoo::word::Word;
+use karoo::internals::bitplane::{decode, encode};
+use karoo::internals::Word;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -13,8 +13,8 @@
 //! * `memcpy`: `copy_from_slice` of the raw chunk into a preallocated buffer, the
 //!   baseline measured in the same run, on the same machine;
 //! * for each predictor x map x coder variant (`auto+auto+default` is karoo's default;
-//!   then every predictor with Rice, the bit-plane coder, and seed 000's
-//!   `previous+xor+lzbytes`; `KAROO_BENCH_ALL=1` runs every predictor with every coder):
+//!   then every predictor with Rice, the bit-plane coder, and the MeerKAT predictive
+//!   packer's `previous+xor+lzbytes`; `KAROO_BENCH_ALL=1` runs every predictor with every coder):
 //!   `<variant>/compress/1thread`, `.../compress/allcores` (`Params::threads` = 1 and 0),
 //!   `.../decompress/1thread`, `.../decompress/allcores` (`decompress_with`; the
 //!   checksum verification is included).
@@ -108,8 +108,9 @@ struct Variant {
 }
 
 /// The combinations measured: the default, every predictor with the default coder
-/// (patched packing), auto with Rice, the bit-plane coder, and seed 000's original
-/// scheme. `KAROO_BENCH_ALL=1` measures every predictor with every coder instead.
+/// (patched packing), auto with Rice, the bit-plane coder, and the MeerKAT predictive
+/// packer's original scheme. `KAROO_BENCH_ALL=1` measures every predictor with every coder
+/// instead.
 fn variants() -> Vec<Variant> {
     use karoo::{Coder, Predictor, ResidualMap};
     let named =
@@ -121,6 +122,7 @@ fn variants() -> Vec<Variant> {
                     ResidualMap::Xor => "xor",
                     ResidualMap::RotateSubtract => "rotsub",
                     ResidualMap::Subtract => "sub",
+                    _ => "other",
                 }),
                 coder.map_or("default", Coder::name)
             ),

@@ -22,6 +22,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The portability check builds the codec and the plugin for aarch64 too.
+if command -v rustup >/dev/null 2>&1 \
+  && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+  echo "setup: adding the aarch64-unknown-linux-gnu Rust target"
+  rustup target add aarch64-unknown-linux-gnu
+fi
+
 VENV=.venv
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating Python venv in $VENV"

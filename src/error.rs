@@ -2,6 +2,7 @@
 
 /// Everything that can go wrong when compressing or decompressing a chunk.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The caller's parameters do not describe the data (compress side).
     #[error("karoo: invalid parameters: {0}")]

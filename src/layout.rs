@@ -30,6 +30,51 @@ pub struct Tiling {
     pub tile_cols: usize,
 }
 
+/// Where Lorenzo finds a word's neighbour along the innermost element axis: `stride`
+/// words back, within runs of `run` words that start at multiples of `run` in a row.
+/// A stride of 0 means there is no such axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spatial {
+    /// Words between neighbours.
+    pub stride: usize,
+    /// Words per run of the innermost axis.
+    pub run: usize,
+}
+
+impl Spatial {
+    /// Lorenzo's neighbour along the innermost element axis of `shape` (words), when
+    /// that axis comes after the time axis; `components` words make one element.
+    pub fn of_shape(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
+        let element_rank = shape.len() - usize::from(components > 1);
+        match element_rank.checked_sub(1) {
+            Some(inner) if inner > time_axis && shape[inner] > 0 => Spatial {
+                stride: components,
+                run: shape[inner] * components,
+            },
+            _ => Spatial::default(),
+        }
+    }
+}
+
+/// How a tile's residuals are laid out, for coders that model neighbours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    /// Words per row: the residual `width` back is the same series one step earlier.
+    pub width: usize,
+    /// Words between neighbouring elements of a row (the component count), at least 1.
+    pub left: usize,
+}
+
+impl Dims {
+    /// The layout of `tile`'s residuals.
+    pub fn of(tile: &Tile, spatial: Spatial) -> Dims {
+        Dims {
+            width: tile.col1 - tile.col0,
+            left: spatial.stride.max(1),
+        }
+    }
+}
+
 /// The series structure and tiling of one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {

@@ -14,28 +14,41 @@
 //! assert_eq!(karoo::decompress(&packed).unwrap(), data);
 //! ```
 
-mod bitpack;
+mod archive;
+mod bits;
 mod buffers;
-mod codec;
-pub mod coder;
-pub mod error;
-pub mod format;
+mod checksum;
+mod coder;
+mod compress;
+mod decompress;
+mod error;
+mod fast;
+mod format;
 mod isa;
-pub mod layout;
-pub mod params;
+mod layout;
+mod params;
 mod pool;
-pub mod predict;
-pub mod residual;
-pub mod tile;
-pub mod word;
+mod predict;
+mod tile;
+mod word;
 
-pub use codec::{
-    compress, compress_parts, decoded_len, decompress, decompress_into, decompress_with, recycle,
-    Chunk, Packed,
-};
 pub use coder::Coder;
+pub use compress::{compress, compress_parts, recycle, Packed};
+pub use decompress::{decoded_len, decompress, decompress_into, decompress_with, Chunk};
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
 pub use pool::MAX_POOLS;
+pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
-pub use residual::ResidualMap;
+
+/// The codec's inner parts, for its own benches, fuzz targets and tests (the
+/// `internals` feature): the coders' kernels, the word trait, the chunk header and the
+/// checksum. Not part of the stable API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::checksum::{data_checksum, digest_rows};
+    pub use crate::fast::{bitplane, patched, rice};
+    pub use crate::format::Header;
+    pub use crate::word::Word;
+}

@@ -3,18 +3,18 @@
 
 use crate::coder::Coder;
 use crate::error::{Error, Result};
+use crate::format::MAX_RANK;
 use crate::layout::checked_product;
+use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
-use crate::residual::ResidualMap;
-use crate::tile::{Coding, Spatial};
+use crate::tile::Candidates;
 
 /// Largest thread count accepted (beyond this a request is a mistake, not a wish).
 pub const MAX_THREADS: usize = 1024;
-/// Largest supported rank of a chunk shape (HDF5 allows 32, plus one for components).
-pub const MAX_RANK: usize = 64;
 
 /// Compression mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mode {
     /// Predictive packing along the time axis: fast, moderate ratio.
     Fast,
@@ -24,6 +24,9 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in id order.
+    pub const ALL: [Mode; 2] = [Mode::Fast, Mode::Archive];
+
     /// The mode's number in cd_values and in the chunk header.
     pub fn id(self) -> u8 {
         match self {
@@ -44,6 +47,7 @@ impl Mode {
 
 /// What kind of numbers the words hold: decides which residual maps `auto` tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ElementKind {
     /// IEEE floating point (real or complex).
     Float,
@@ -51,6 +55,11 @@ pub enum ElementKind {
     Integer,
     /// Anything else, coded as plain words or bytes.
     Other,
+}
+
+impl ElementKind {
+    /// Every kind.
+    pub const ALL: [ElementKind; 3] = [ElementKind::Float, ElementKind::Integer, ElementKind::Other];
 }
 
 /// Predictors `auto` chooses from, per tile.
@@ -72,46 +81,6 @@ pub fn archive_predictors() -> Vec<Predictor> {
         .filter(|p| !matches!(p, Predictor::Median(_)))
         .chain([Predictor::Zero])
         .collect()
-}
-
-/// The codings a tile may use: every combination of the lists, all with `coder`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidates {
-    /// Predictors to try (never empty).
-    pub predictors: Vec<Predictor>,
-    /// Residual maps to try (never empty).
-    pub maps: Vec<ResidualMap>,
-    /// Whether to predict a plane's first row spatially (`[false]` or `[false, true]`).
-    pub heads: Vec<bool>,
-    /// The residual coder.
-    pub coder: Coder,
-    /// Choose the predictor and map first, then the head, instead of estimating
-    /// every combination.
-    pub greedy: bool,
-    /// Also try, and keep when smaller, fast mode's patched packing of the chosen
-    /// residuals (tiny tiles, where entropy tables do not pay) and seed 003's value
-    /// dictionary on the tile's words as they are (archive mode with no coder requested).
-    pub try_alternatives: bool,
-}
-
-impl Candidates {
-    /// Every combination.
-    pub fn all(&self) -> Vec<Coding> {
-        let mut out = Vec::new();
-        for &predictor in &self.predictors {
-            for &map in &self.maps {
-                for &spatial_head in &self.heads {
-                    out.push(Coding {
-                        predictor,
-                        map,
-                        coder: self.coder,
-                        spatial_head,
-                    });
-                }
-            }
-        }
-        out
-    }
 }
 
 /// The coder archive mode uses when none is requested.
@@ -227,6 +196,12 @@ impl Params {
                 self.threads
             )));
         }
+        if let Some(p) = self.predictor.filter(|p| !p.exists()) {
+            return Err(Error::InvalidParams(format!(
+                "predictor {p:?} does not exist (there are Lagrange(1 to 4), Mean(2, 4 or 8), \
+                 Median(3 or 5), Holt, Lorenzo and Zero)"
+            )));
+        }
         let words = len / self.word_size;
         let shape = if self.shape.is_empty() {
             vec![words]
@@ -259,18 +234,5 @@ impl Params {
             )));
         }
         Ok(shape)
-    }
-}
-
-/// Lorenzo's neighbour along the innermost element axis of `shape` (words), when that
-/// axis comes after the time axis; `components` words make one element.
-pub(crate) fn spatial(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
-    let element_rank = shape.len() - usize::from(components > 1);
-    match element_rank.checked_sub(1) {
-        Some(inner) if inner > time_axis && shape[inner] > 0 => Spatial {
-            stride: components,
-            run: shape[inner] * components,
-        },
-        _ => Spatial::default(),
     }
 }

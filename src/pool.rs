@@ -7,14 +7,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use once_cell::sync::Lazy;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::sync::LazyLock;
 
 /// Most pools kept at once; building a new one beyond this drops the others (jobs
 /// running on them keep them alive until they finish).
 pub const MAX_POOLS: usize = 4;
 
-static POOLS: Lazy<Mutex<HashMap<usize, Arc<ThreadPool>>>> = Lazy::new(Default::default);
+static POOLS: LazyLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = LazyLock::new(Default::default);
 
 /// `work` applied to every item, in item order, on `threads` threads (0 = all cores):
 /// the calling thread and `threads - 1` pool workers, each taking the next item as soon
@@ -67,8 +67,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The machine's cores, asked once: the query reads the process's affinity and cgroup
 /// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
 /// for every chunk.
-static CORES: Lazy<usize> =
-    Lazy::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+static CORES: LazyLock<usize> =
+    LazyLock::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
 
 /// Threads a request for `threads` gets (0 = all cores; at most one per core).
 fn participants(threads: usize) -> usize {

@@ -9,7 +9,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int, c_uint};
 
-use once_cell::sync::Lazy;
+use std::sync::LazyLock;
 
 use crate::ffi::{Herr, Hid, Hsize, H5E_DEFAULT};
 
@@ -86,7 +86,7 @@ unsafe impl Send for Hdf5 {}
 // SAFETY: as above; nothing in it is mutated after resolution.
 unsafe impl Sync for Hdf5 {}
 
-static HDF5: Lazy<Hdf5> = Lazy::new(Hdf5::resolve);
+static HDF5: LazyLock<Hdf5> = LazyLock::new(Hdf5::resolve);
 
 /// The process's HDF5 library, resolved on first use.
 pub fn hdf5() -> &'static Hdf5 {

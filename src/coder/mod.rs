@@ -1,48 +1,21 @@
 //! Residual coders: how a tile's residual words become bytes.
 
-pub mod ans;
-pub mod bitio;
-pub mod bitplane;
-pub mod context;
-pub mod ctxhuff;
-pub mod dict;
-pub mod huffman;
-pub mod lzb;
-pub mod packing_avx2;
-pub mod packing_avx512;
-pub mod patched;
-pub mod rans;
-pub mod rice;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
+use crate::archive::{context, context_ans, context_huffman, dictionary};
+use crate::fast::{bitplane, leading_zero_bytes, patched, rice};
+use crate::layout::Dims;
 use crate::word::Word;
-
-/// How a tile's residuals are laid out, for coders that model neighbours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dims {
-    /// Words per row: the residual `width` back is the same series one step earlier.
-    pub width: usize,
-    /// Words between neighbouring elements of a row (the component count), at least 1.
-    pub left: usize,
-}
-
-impl Dims {
-    /// The layout of `tile`'s residuals.
-    pub fn of(tile: &crate::layout::Tile, spatial: crate::tile::Spatial) -> Dims {
-        Dims {
-            width: tile.col1 - tile.col0,
-            left: spatial.stride.max(1),
-        }
-    }
-}
 
 /// A residual coder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Coder {
-    /// Seed 000: 2-bit (3-bit for 8-byte words) leading-zero-byte prefixes + bytes.
+    /// The MeerKAT predictive packer's leading-zero-byte scheme: 2-bit (3-bit for 8-byte
+    /// words) leading-zero-byte prefixes + bytes.
     LeadingZeroBytes,
-    /// Seed 001 / MPC: bit-matrix transposition of 32 (64) residuals, zero planes
+    /// MPC's bit planes: bit-matrix transposition of 32 (64) residuals, zero planes
     /// dropped, a bitmap per group.
     Bitplane,
     /// Rice codes with a parameter chosen per group of 32 residuals.
@@ -53,7 +26,7 @@ pub enum Coder {
     /// Archive mode's Huffman variant: the same tokens and contexts, one canonical
     /// length-limited Huffman code per context.
     ContextHuffman,
-    /// Seed 003's value-symbol Huffman: words as indices into the tile's dictionary of
+    /// Huffman value coding: words as indices into the tile's dictionary of
     /// at most 256 distinct values (context rANS when there are more).
     Dictionary,
     /// Fixed-width low bits per group of 32 residuals, the values that do not fit
@@ -107,12 +80,12 @@ impl Coder {
     /// Appends the coding of `values`, laid out as `dims` says, to `out`.
     pub fn encode<T: Word>(self, values: &[T], dims: Dims, out: &mut Vec<u8>) {
         match self {
-            Coder::LeadingZeroBytes => lzb::encode(values, out),
+            Coder::LeadingZeroBytes => leading_zero_bytes::encode(values, out),
             Coder::Bitplane => bitplane::encode(values, out),
             Coder::Rice => rice::encode(values, out),
-            Coder::ContextAns => ans::encode(values, dims, out),
-            Coder::ContextHuffman => ctxhuff::encode(values, dims, out),
-            Coder::Dictionary => dict::encode(values, dims, out),
+            Coder::ContextAns => context_ans::encode(values, dims, out),
+            Coder::ContextHuffman => context_huffman::encode(values, dims, out),
+            Coder::Dictionary => dictionary::encode(values, dims, out),
             Coder::Patched => patched::encode(values, out),
         }
     }
@@ -121,12 +94,12 @@ impl Coder {
     /// exactly their coding.
     pub fn decode<T: Word>(self, input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
         match self {
-            Coder::LeadingZeroBytes => lzb::decode(input, out),
+            Coder::LeadingZeroBytes => leading_zero_bytes::decode(input, out),
             Coder::Bitplane => bitplane::decode(input, out),
             Coder::Rice => rice::decode(input, out),
-            Coder::ContextAns => ans::decode(input, dims, out),
-            Coder::ContextHuffman => ctxhuff::decode(input, dims, out),
-            Coder::Dictionary => dict::decode(input, dims, out),
+            Coder::ContextAns => context_ans::decode(input, dims, out),
+            Coder::ContextHuffman => context_huffman::decode(input, dims, out),
+            Coder::Dictionary => dictionary::decode(input, dims, out),
             Coder::Patched => patched::decode(input, out),
         }
     }
@@ -135,14 +108,13 @@ impl Coder {
     /// between candidates.
     pub fn estimate_bits<T: Word>(self, values: &[T], dims: Dims) -> u64 {
         match self {
-            Coder::LeadingZeroBytes => lzb::encoded_bits(values),
+            Coder::LeadingZeroBytes => leading_zero_bytes::encoded_bits(values),
             Coder::Bitplane => 8 * bitplane::encoded_len(values) as u64,
             Coder::Rice => rice::estimate_bits(values),
             Coder::Patched => patched::estimate_bits(values),
             Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
-            Coder::Dictionary => {
-                dict::estimate_bits(values).unwrap_or_else(|| context::estimate_bits(values, dims))
-            }
+            Coder::Dictionary => dictionary::estimate_bits(values)
+                .unwrap_or_else(|| context::estimate_bits(values, dims)),
         }
     }
 
@@ -150,15 +122,15 @@ impl Coder {
     /// the decoded size of a hostile chunk before anything is allocated.
     pub fn min_encoded_len(self, n: usize, bytes: usize) -> usize {
         match self {
-            Coder::LeadingZeroBytes => lzb::min_encoded_len(n, bytes),
+            Coder::LeadingZeroBytes => leading_zero_bytes::min_encoded_len(n, bytes),
             // One bitmap of `8 * bytes` bits per group of `8 * bytes` values.
             Coder::Bitplane => n.div_ceil(8 * bytes) * bytes,
             // A 6-bit header per group of 32 values.
             Coder::Rice => (n.div_ceil(32) * 6).div_ceil(8),
             // Entropy coding has no per-value floor: the bound is per tile.
-            Coder::ContextAns => ans::min_encoded_len(),
-            Coder::ContextHuffman => ctxhuff::min_encoded_len(),
-            Coder::Dictionary => dict::min_encoded_len(),
+            Coder::ContextAns => context_ans::min_encoded_len(),
+            Coder::ContextHuffman => context_huffman::min_encoded_len(),
+            Coder::Dictionary => dictionary::min_encoded_len(),
             // A header byte per group of 32 values.
             Coder::Patched => patched::min_encoded_len(n),
         }

@@ -4,7 +4,8 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Coder, Dims};
+use super::Coder;
+use crate::layout::Dims;
 use crate::word::Word;
 
 /// Groups of 32 words for the SIMD kernels' tests: zeros, all ones, the top bit alone,
@@ -111,7 +112,7 @@ pub fn size_and_estimate(coder: Coder) -> (u64, u64) {
     let mut rng = SmallRng::seed_from_u64(5);
     let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
     let out = round_trip(coder, &values, 500);
-    let estimate = super::context::estimate_bits(&values, dims(500)) / 8;
+    let estimate = crate::archive::context::estimate_bits(&values, dims(500)) / 8;
     (out.len() as u64, estimate)
 }
 

@@ -1,4 +1,4 @@
-//! Seed 003's value-symbol Huffman coding: when a tile holds few distinct words (at most
+//! Huffman value coding: when a tile holds few distinct words (at most
 //! [`MAX_SYMBOLS`]), each word is coded as its index in the tile's dictionary of
 //! distinct values with one canonical, length-limited Huffman code.
 //!
@@ -6,13 +6,14 @@
 //! values minus one (1 byte), the values in increasing order as LEB128 varints of their
 //! differences (the first from zero), the code lengths ([`huffman::write_lengths`]) and
 //! the codes, an LSB-first bit stream, to the end. A tile with more distinct values is
-//! coded as kind 1: a [`context rANS`](super::ans) coding follows.
+//! coded as kind 1: a [`context rANS`](super::context_ans) coding follows.
 
 use std::collections::HashSet;
 
-use super::bitio::{BitReader, BitWriter};
+use super::context_ans;
 use super::huffman::{self, MAX_CODE_LEN};
-use super::{ans, Dims};
+use crate::bits::io::{BitReader, BitWriter};
+use crate::layout::Dims;
 use crate::word::Word;
 
 /// Most distinct values a dictionary holds.
@@ -77,7 +78,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     }) = symbols(values)
     else {
         out.push(KIND_FALLBACK);
-        ans::encode(values, dims, out);
+        context_ans::encode(values, dims, out);
         return;
     };
     out.push(KIND_DICTIONARY);
@@ -103,7 +104,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
     let (&kind, rest) = input.split_first().ok_or("empty dictionary coding")?;
     match kind {
         KIND_DICTIONARY => {}
-        KIND_FALLBACK => return ans::decode(rest, dims, out),
+        KIND_FALLBACK => return context_ans::decode(rest, dims, out),
         k => return Err(format!("unknown dictionary coding kind {k}")),
     }
     let (&count, mut rest) = rest.split_first().ok_or("dictionary size missing")?;

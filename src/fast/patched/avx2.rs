@@ -4,31 +4,13 @@
 //! leaves as exceptions and sizing every width at once), and locating and gathering the
 //! exceptions' high parts.
 //!
-//! Each produces exactly what the portable loops in [`super::patched`] produce (tests
+//! Each produces exactly what the portable loops in [`super`] produce (tests
 //! compare them); the coder uses them when the CPU has AVX2 (detected at run time: an
 //! [`Avx2`] proves it) and the group is whole (for the decoder, with the input's slack
 //! bytes available), inside [`Avx2::run`], which compiles the coder's loops around them
 //! for AVX2 as well.
 
-/// Values per group.
-const GROUP: usize = 32;
-
-/// Bytes the unpacking may read: a group of 32 fields of `width` bits and 16 more.
-pub fn unpack_reads(width: u32) -> usize {
-    (GROUP * width as usize).div_ceil(8) + 16
-}
-
-/// Whether the CPU runs these kernels (AVX2, and POPCNT for the encoder's).
-fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
+use super::group::{unpack_reads, GroupLayout, GROUP};
 
 /// How to pull 4 fields of one width out of 16 + 16 loaded bytes: each 64-bit lane
 /// gathers the 8 bytes from its field's first byte, then shifts right by the field's
@@ -100,19 +82,6 @@ static EXPAND: [[u32; 8]; 256] = {
     table
 };
 
-/// A group's layout as [`Avx2::choose`] picks it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupLayout {
-    /// Bit length of the widest value (0 for a group of zeros).
-    pub widest: u32,
-    /// Width of the packed low bits.
-    pub width: u32,
-    /// Values longer than `width` bits (exceptions).
-    pub exceptions: u32,
-    /// The group's coded size in bits.
-    pub bits: u32,
-}
-
 /// Proof that the CPU runs these kernels (AVX2 and POPCNT, detected at run time): only
 /// [`Avx2::detect`] makes one, so the kernels, its methods, need not check again on
 /// every call.
@@ -122,7 +91,7 @@ pub struct Avx2(());
 impl Avx2 {
     /// The proof, on a CPU that has the features.
     pub fn detect() -> Option<Avx2> {
-        available().then_some(Avx2(()))
+        crate::isa::avx2_kernels().then_some(Avx2(()))
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
@@ -136,10 +105,7 @@ impl Avx2 {
         assert!((1..=32).contains(&width) && src.len() >= unpack_reads(width));
         // SAFETY: AVX2 is present (`self` proves it) and `src` holds every byte the
         // kernel reads (asserted above; see `x86::unpack`).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::unpack(src, width, out)
-        }
+        unsafe { x86::unpack(src, width, out) }
     }
 
     /// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for
@@ -156,12 +122,7 @@ impl Avx2 {
         assert!(shift < 32);
         // SAFETY: AVX2 is present (`self` proves it); the kernel reads `high` and `out`
         // only within their 32 values (see `x86::expand_or`).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::expand_or(high, bitmap, shift, out)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx2` exists off x86_64")
+        unsafe { x86::expand_or(high, bitmap, shift, out) }
     }
 
     /// The smallest patched layout of a whole group of 32-bit words: the width `b` of
@@ -174,12 +135,7 @@ impl Avx2 {
     pub fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
         // SAFETY: AVX2 and POPCNT are present (`self` proves it); the kernel reads
         // `values` and its own arrays within their lengths.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::choose(values)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx2` exists off x86_64")
+        unsafe { x86::choose(values) }
     }
 
     /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and
@@ -189,12 +145,7 @@ impl Avx2 {
         assert!(b < 32);
         // SAFETY: AVX2 and POPCNT are present (`self` proves it); the kernel reads
         // `values` and writes `high` within their 32 values (see `x86::gather_longer`).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::gather_longer(values, b, high)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx2` exists off x86_64")
+        unsafe { x86::gather_longer(values, b, high) }
     }
 
     /// `f()`, compiled with AVX2 and POPCNT enabled where it is inlined into the call, so
@@ -205,12 +156,7 @@ impl Avx2 {
     #[inline(always)]
     pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
         // SAFETY: AVX2 and POPCNT are present (`self` proves it).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::with_avx2(f)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx2` exists off x86_64")
+        unsafe { x86::with_avx2(f) }
     }
 }
 
@@ -244,7 +190,6 @@ static COMPACT: [[u32; 8]; 256] = {
     table
 };
 
-#[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
@@ -259,13 +204,9 @@ mod x86 {
     }
 
     /// The group's 32 values as four vectors.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 must be present.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn load_group(values: &[u32; GROUP]) -> [__m256i; 4] {
+    fn load_group(values: &[u32; GROUP]) -> [__m256i; 4] {
         let p = values.as_ptr();
         // SAFETY: `values` holds 32 values; vector `j` reads values 8 * j..+8.
         unsafe {
@@ -284,13 +225,9 @@ mod x86 {
     /// bit and no two adjacent ones, a value that converts to a float without rounding
     /// up to the next power of two, so the float's exponent is the highest bit's index.
     /// Lanes with bit 31 set (negative as integers) are 32 by the final maximum.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 must be present.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn bit_lengths(v: __m256i) -> __m256i {
+    fn bit_lengths(v: __m256i) -> __m256i {
         let sparse = _mm256_andnot_si256(_mm256_srli_epi32(v, 1), v);
         let float = _mm256_castps_si256(_mm256_cvtepi32_ps(sparse));
         let exponent = _mm256_and_si256(_mm256_srli_epi32(float, 23), _mm256_set1_epi32(0xff));
@@ -522,13 +459,9 @@ mod x86 {
     }
 
     /// The OR of the lanes of `v`.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 must be present.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn horizontal_or(v: __m256i) -> u32 {
+    fn horizontal_or(v: __m256i) -> u32 {
         let v = _mm_or_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         let v = _mm_or_si128(v, _mm_shuffle_epi32(v, 0b00_00_11_10));
         let v = _mm_or_si128(v, _mm_shuffle_epi32(v, 0b00_00_00_01));

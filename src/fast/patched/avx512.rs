@@ -5,7 +5,7 @@
 //! widths at once (a bit-matrix transposition and popcounts), and gathering the
 //! exceptions' high parts with `vpcompressd`.
 //!
-//! They produce exactly what the portable loops in [`super::patched`] and the AVX2
+//! They produce exactly what the portable loops in [`super`] and the AVX2
 //! kernels produce (tests compare them); the coder runs them for whole groups when
 //! the CPU has the AVX-512 subsets they use (detected at run time: an [`Avx512`]
 //! proves it), inside [`Avx512::run`], which compiles the coder's loops for AVX-512 as
@@ -13,31 +13,7 @@
 
 // `unpack_reads`: the AVX2 kernel's requirement is this one's too, so the decoder's
 // windows serve both (this kernel reads only the fields).
-pub use super::packing_avx2::unpack_reads;
-use super::packing_avx2::GroupLayout;
-
-/// Values per group.
-const GROUP: usize = 32;
-
-/// Whether the CPU runs these kernels.
-fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512cd")
-            && std::is_x86_feature_detected!("avx512vbmi")
-            && std::is_x86_feature_detected!("avx512vbmi2")
-            && std::is_x86_feature_detected!("avx512vpopcntdq")
-            && std::is_x86_feature_detected!("gfni")
-            && std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
+use super::group::{unpack_reads, GroupLayout, GROUP, PACK_MAX_WIDTH, PACK_MIN_WIDTH};
 
 /// How to pull 16 fields of one width (fields `16 h ..`) out of a group's bytes: lane
 /// `j`'s low and high 32 bits gather the 8 bytes from its field's first byte (indices
@@ -84,13 +60,6 @@ static HALVES: [[Half; 2]; 33] = {
     }
     halves
 };
-
-/// Narrowest width [`Avx512::pack`] packs: from 4 bits a pair of fields fills a byte,
-/// so each output byte takes bits from at most two pairs.
-pub const PACK_MIN_WIDTH: u32 = 4;
-/// Widest width [`Avx512::pack`] packs: a pair of fields shifted by its bit offset in
-/// its first byte still fits 64 bits.
-pub const PACK_MAX_WIDTH: u32 = 28;
 
 /// How to pack 32 fields of one width: pairs of fields joined in 16 64-bit pieces (piece
 /// `j` starts at bit `2 j w`), each shifted left by its start's offset in its first
@@ -202,7 +171,7 @@ pub struct Avx512(());
 impl Avx512 {
     /// The proof, on a CPU that has the features.
     pub fn detect() -> Option<Avx512> {
-        available().then_some(Avx512(()))
+        crate::isa::avx512_kernels().then_some(Avx512(()))
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
@@ -216,10 +185,7 @@ impl Avx512 {
         assert!((1..=32).contains(&width) && src.len() >= unpack_reads(width));
         // SAFETY: the features are present (`self` proves it); the kernel's masked loads
         // touch only `src`'s first `min(len, 128)` bytes.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::unpack(src, width, out)
-        }
+        unsafe { x86::unpack(src, width, out) }
     }
 
     /// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for
@@ -238,10 +204,7 @@ impl Avx512 {
         assert!(shift < 32 && (1..=32).contains(&width));
         // SAFETY: the features are present (`self` proves it); the kernel reads `high`
         // and `out` and writes `out` within their 32 values.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::expand_checked(high, bitmap, shift, width, out)
-        }
+        unsafe { x86::expand_checked(high, bitmap, shift, width, out) }
     }
 
     /// The smallest patched layout of a whole group, exactly as `Avx2::choose` picks it
@@ -252,12 +215,7 @@ impl Avx512 {
     pub fn choose(self, values: &[u32; GROUP]) -> GroupLayout {
         // SAFETY: the features are present (`self` proves it); the kernel reads `values`
         // and its own arrays within their lengths.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::choose(values)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx512` exists off x86_64")
+        unsafe { x86::choose(values) }
     }
 
     /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and
@@ -268,12 +226,7 @@ impl Avx512 {
         assert!(b < 32);
         // SAFETY: the features are present (`self` proves it); the kernel reads `values`
         // and writes `high` within their 32 values.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::gather_longer(values, b, high)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx512` exists off x86_64")
+        unsafe { x86::gather_longer(values, b, high) }
     }
 
     /// Packs the low `width` bits of each of `values` ([`PACK_MIN_WIDTH`] to
@@ -290,12 +243,7 @@ impl Avx512 {
         assert!(out.len() >= if width <= 16 { 64 } else { 128 });
         // SAFETY: the features are present (`self` proves it); the kernel writes 64
         // bytes, or 128 above 16 bits, to `out` (asserted above) and reads `values`.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::pack(values, width, out)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx512` exists off x86_64")
+        unsafe { x86::pack(values, width, out) }
     }
 
     /// `f()`, compiled with the features enabled where it is inlined into the call, so
@@ -304,16 +252,10 @@ impl Avx512 {
     #[inline(always)]
     pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
         // SAFETY: the features are present (`self` proves it).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            x86::with_avx512(f)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("no `Avx512` exists off x86_64")
+        unsafe { x86::with_avx512(f) }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
@@ -623,8 +565,8 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coder::packing_avx2::Avx2;
     use crate::coder::testing;
+    use crate::fast::patched::avx2::Avx2;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

@@ -14,8 +14,8 @@
 //! sign of `left - up` refines it. Small tiles use fewer contexts, so their tables cost
 //! less than they save.
 
-use super::bitio::{BitReader, BitWriter};
-use super::Dims;
+use crate::bits::io::{BitReader, BitWriter};
+use crate::layout::Dims;
 use crate::word::Word;
 
 /// How a tile's contexts and tokens are formed; recorded in the first
@@ -265,7 +265,7 @@ impl Model {
 }
 
 /// Empirical entropy of the token counts of each context, plus about what their tables
-/// cost (6 bits per present token and 17 per used context, as [`super::ans`] stores them).
+/// cost (6 bits per present token and 17 per used context, as [`super::context_ans`] stores them).
 fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
     let mut bits = 0.0f64;
     let mut table = 0u64;

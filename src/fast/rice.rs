@@ -570,7 +570,7 @@ impl BitReader<'_> {
     /// Tops the buffer up to at least 56 bits.
     #[inline(always)]
     fn refill(&mut self) {
-        self.buf |= super::bitio::load_u64(self.input, self.ptr) << self.cnt;
+        self.buf |= crate::bits::io::load_u64(self.input, self.ptr) << self.cnt;
         self.ptr += ((63 - self.cnt) >> 3) as usize;
         self.cnt |= 56;
     }

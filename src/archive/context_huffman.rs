@@ -6,10 +6,10 @@
 //! Coding layout: the context configuration (3 bytes); each context's code lengths
 //! ([`huffman::write_lengths`]); the bit stream to the end.
 
-use super::bitio::{BitReader, BitWriter};
 use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::huffman::{self, MAX_CODE_LEN};
-use super::Dims;
+use crate::bits::io::{BitReader, BitWriter};
+use crate::layout::Dims;
 use crate::word::Word;
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.

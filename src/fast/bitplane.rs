@@ -498,7 +498,7 @@ mod avx2 {
     /// Whether [`encode`] and [`decode`] handle `T` (32- and 64-bit words) on this CPU.
     #[inline]
     pub(super) fn handles<T: Word>() -> bool {
-        (T::BITS == 32 || T::BITS == 64) && std::is_x86_feature_detected!("avx2")
+        (T::BITS == 32 || T::BITS == 64) && crate::isa::avx2_kernels()
     }
 
     /// Loads 32 `u32` rows from `p`: vector `r` holds rows `4r..4r + 4` in its low
@@ -1006,7 +1006,7 @@ mod tests {
             ("scalar", encode_scalar::<T>, decode_scalar::<T>),
         ];
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") {
+        if crate::isa::avx2_kernels() {
             fn enc<T: Word>(values: &[T], out: &mut Vec<u8>) {
                 // SAFETY: AVX2 was detected before this function was listed.
                 unsafe { avx2::encode(values, out) }
@@ -1240,7 +1240,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_transpositions_are_transpositions() {
-        if !std::is_x86_feature_detected!("avx2") {
+        if !crate::isa::avx2_kernels() {
             return;
         }
         let mut rng = SmallRng::seed_from_u64(4);

@@ -44,6 +44,7 @@ impl BitWriter {
     }
 
     /// Bits written so far.
+    #[cfg(test)]
     pub fn len_bits(&self) -> u64 {
         self.out.len() as u64 * 8 + u64::from(self.nbits)
     }

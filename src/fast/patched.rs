@@ -46,13 +46,27 @@
 //! high part, positions out of order or out of range, a stream that ends early,
 //! trailing bytes and nonzero padding bits.
 
-use crate::coder::bitio::load_u64;
-use crate::coder::packing_avx2::{self, Avx2, GroupLayout};
-use crate::coder::packing_avx512::{Avx512, PACK_MAX_WIDTH, PACK_MIN_WIDTH};
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
+mod group;
+#[cfg(not(target_arch = "x86_64"))]
+mod no_simd;
+
+#[cfg(target_arch = "x86_64")]
+use avx2::Avx2;
+#[cfg(target_arch = "x86_64")]
+use avx512::Avx512;
+use group::{unpack_reads, GroupLayout, PACK_MAX_WIDTH, PACK_MIN_WIDTH};
+#[cfg(not(target_arch = "x86_64"))]
+use no_simd::{Avx2, Avx512};
+
+use crate::bits::io::load_u64;
 use crate::word::Word;
 
 /// Values per group (one width each).
-pub const GROUP: usize = 32;
+pub use group::GROUP;
 /// Bit of `H` marking a group with exceptions.
 const HAS_EXCEPTIONS: u8 = 0x80;
 /// Bit of `E` marking exception positions as a list.
@@ -597,7 +611,7 @@ trait Kernels: Copy {
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
-    /// `packing_avx2::unpack_reads(width)` bytes.
+    /// `unpack_reads(width)` bytes.
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]);
 
     /// ORs `high[j] << b` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for the
@@ -962,7 +976,7 @@ fn simd_group<T: Word>(
     width: u32,
     available: usize,
 ) -> Option<(Avx2, &mut [u32; GROUP])> {
-    if width == 0 || packing_avx2::unpack_reads(width) > available {
+    if width == 0 || unpack_reads(width) > available {
         return None;
     }
     simd_words_mut(group, simd)

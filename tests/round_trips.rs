@@ -1,30 +1,12 @@
-//! Round-trip, determinism and error-message tests of the core codec.
+//! Round trips of the core codec: every word size, shape, predictor, residual map,
+//! coder and mode decodes bit-exactly to its input.
 
-use karoo::{compress, compress_parts, decompress, decompress_with, Error, Mode, Params};
+mod common;
+
+use common::{round_trip, smooth_f32};
+use karoo::{compress, decompress, Mode, Params};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-
-/// A smooth, noisy float32 time series stack of `shape` (time axis 0), as bytes.
-fn smooth_f32(shape: &[usize], seed: u64) -> Vec<u8> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let lag: usize = shape[1..].iter().product();
-    let n: usize = shape.iter().product();
-    let base: Vec<f32> = (0..lag).map(|_| rng.gen_range(-100.0..100.0)).collect();
-    (0..n)
-        .flat_map(|i| {
-            let t = (i / lag) as f32;
-            let v = base[i % lag] * (1.0 + 0.01 * (t * 0.1).sin()) + rng.gen_range(-0.01..0.01);
-            v.to_le_bytes()
-        })
-        .collect()
-}
-
-fn round_trip(data: &[u8], params: &Params) -> Vec<u8> {
-    let packed = compress(data, params).expect("compress");
-    let back = decompress(&packed).expect("decompress");
-    assert_eq!(back, data, "round trip of {params:?}");
-    packed
-}
 
 #[test]
 fn smooth_float32_compresses_and_round_trips() {
@@ -182,173 +164,11 @@ fn regions_pass_through_init_once_each_before_they_are_decoded_into() {
 }
 
 #[test]
-fn output_does_not_depend_on_thread_count() {
-    let data = smooth_f32(&[16, 40000], 5);
-    let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 8, 0]
-        .iter()
-        .map(|&threads| {
-            compress(
-                &data,
-                &Params {
-                    threads,
-                    ..Params::new(4, &[16, 40000])
-                },
-            )
-            .unwrap()
-        })
-        .collect();
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
-    for threads in [1, 2, 8] {
-        assert_eq!(
-            decompress_with(&outputs[0], u64::MAX, threads).unwrap(),
-            data
-        );
-    }
-}
-
-#[test]
-fn a_chunk_in_parts_is_the_header_then_each_tile_in_order() {
-    // 16 tiles of 128K words; a single tile; incompressible bytes (stored, one part).
-    let mut rng = SmallRng::seed_from_u64(5);
-    let noise: Vec<u8> = (0..40_000).map(|_| rng.gen()).collect();
-    let cases = [
-        (
-            smooth_f32(&[64, 32768], 2),
-            Params::new(4, &[64, 32768]),
-            17,
-        ),
-        (smooth_f32(&[8, 64], 4), Params::new(4, &[8, 64]), 2),
-        (noise, Params::new(4, &[10_000]), 1),
-    ];
-    for (data, params, count) in cases {
-        let whole = compress(&data, &params).unwrap();
-        let packed = compress_parts(&data, &params).unwrap();
-        assert_eq!(packed.parts().count(), count);
-        assert_eq!(packed.len(), whole.len());
-        assert_eq!(packed.parts().collect::<Vec<_>>().concat(), whole);
-        assert_eq!(packed.into_vec(), whole);
-        // One thread codes the tiles straight into one buffer: the same bytes.
-        let one = Params {
-            threads: 1,
-            ..params
-        };
-        assert_eq!(compress(&data, &one).unwrap(), whole);
-    }
-}
-
-/// Archive mode tries other codings of a tile and keeps the smallest: coded into one
-/// buffer one tile after another (one thread), a replaced coding leaves nothing behind.
-#[test]
-fn tiles_coded_into_one_buffer_equal_their_parts_whatever_coding_wins() {
-    use karoo::Mode;
-    let mut rng = SmallRng::seed_from_u64(12);
-    let levels: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
-    // Rows of few levels (the dictionary wins) between smooth rows, in many tiles.
-    let smooth = smooth_f32(&[64, 70_000], 3);
-    let mixed: Vec<u8> = smooth
-        .chunks(4)
-        .enumerate()
-        .flat_map(|(i, word)| {
-            if (i % 70_000) / 9_000 % 2 == 1 {
-                levels[rng.gen_range(0..12)].to_le_bytes().to_vec()
-            } else {
-                word.to_vec()
-            }
-        })
-        .collect();
-    for mode in [Mode::Fast, Mode::Archive] {
-        let params = Params {
-            mode,
-            ..Params::new(4, &[64, 70_000])
-        };
-        let parts = compress_parts(&mixed, &params).unwrap();
-        assert!(parts.parts().count() > 8, "{}", parts.parts().count());
-        let joined = compress(
-            &mixed,
-            &Params {
-                threads: 1,
-                ..params
-            },
-        )
-        .unwrap();
-        assert_eq!(joined, parts.into_vec(), "{mode:?}");
-        assert_eq!(decompress(&joined).unwrap(), mixed);
-    }
-}
-
-#[test]
 fn random_bytes_are_stored_verbatim_with_a_small_header() {
     let mut rng = SmallRng::seed_from_u64(11);
     let data: Vec<u8> = (0..100_000).map(|_| rng.gen()).collect();
     let packed = round_trip(&data, &Params::new(4, &[25_000]));
     assert_eq!(packed.len(), data.len() + 84 + 8 + 4);
-}
-
-#[test]
-fn bad_parameters_give_clear_errors() {
-    let data = vec![0u8; 24];
-    let msg = |p: Params| compress(&data, &p).unwrap_err().to_string();
-    assert_eq!(
-        msg(Params::new(3, &[8])),
-        "karoo: invalid parameters: word size 3 is not 1, 2, 4 or 8"
-    );
-    assert_eq!(
-        msg(Params::new(4, &[5])),
-        "karoo: invalid parameters: shape [5] holds 5 words but the buffer holds 6"
-    );
-    assert_eq!(
-        msg(Params {
-            time_axis: 2,
-            ..Params::new(4, &[2, 3])
-        }),
-        "karoo: invalid parameters: time axis 2 is out of range for rank 2"
-    );
-    assert_eq!(
-        msg(Params {
-            threads: 1_000_000_000,
-            ..Params::new(4, &[6])
-        }),
-        "karoo: invalid parameters: 1000000000 threads requested, at most 1024 allowed"
-    );
-}
-
-#[test]
-fn corrupt_input_is_rejected_not_misdecoded() {
-    let data = smooth_f32(&[64, 512], 9);
-    let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
-    assert_eq!(
-        decompress(b"KAR").unwrap_err(),
-        Error::Truncated("3 bytes, no header".into())
-    );
-    assert_eq!(decompress(b"NOPE and more").unwrap_err(), Error::BadMagic);
-    let mut wrong_version = packed.clone();
-    wrong_version[4] = 9;
-    assert_eq!(
-        decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9 (this build reads version 1)"
-    );
-    // Every single-bit flip and every truncation is an error, never wrong data or a panic.
-    for bit in (0..packed.len() * 8).step_by(13) {
-        let mut bad = packed.clone();
-        bad[bit / 8] ^= 1 << (bit % 8);
-        assert!(
-            decompress(&bad).is_err(),
-            "flip of bit {bit} went unnoticed"
-        );
-    }
-    for len in (0..packed.len()).step_by(7) {
-        assert!(decompress(&packed[..len]).is_err(), "truncation to {len}");
-    }
-    let mut extended = packed.clone();
-    extended.push(0);
-    assert!(decompress(&extended).is_err());
-    assert_eq!(
-        decompress_with(&packed, 1000, 1).unwrap_err().to_string(),
-        format!(
-            "karoo: chunk declares {} decoded bytes, more than the 1000 expected",
-            data.len()
-        )
-    );
 }
 
 proptest! {
@@ -446,7 +266,7 @@ fn every_predictor_map_and_coder_round_trips() {
 }
 
 /// Archive mode: bit-exact on special values in every tile shape, smaller than fast mode
-/// on smooth data, and seed 003's value dictionary for data with few distinct values.
+/// on smooth data, and the value dictionary for data with few distinct values.
 #[test]
 fn archive_mode_round_trips_and_uses_the_dictionary_for_few_values() {
     use karoo::{Coder, Mode};
@@ -505,96 +325,4 @@ fn archive_mode_round_trips_and_uses_the_dictionary_for_few_values() {
         packed.len(),
         without.len()
     );
-}
-
-/// Two tiles swapped, with a header rewritten to match (so its own checksum passes):
-/// only the checksum of the decoded data can notice, and it must.
-#[test]
-fn swapped_tiles_with_a_consistent_header_are_rejected() {
-    use karoo::format::Header;
-    let data = smooth_f32(&[8, 65536], 13);
-    let packed = compress(&data, &Params::new(4, &[8, 65536])).unwrap();
-    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
-    assert!(
-        header.tile_sizes.len() >= 2,
-        "the chunk must have several tiles"
-    );
-    let (a, b) = (header.tile_sizes[0] as usize, header.tile_sizes[1] as usize);
-    let body = &packed[len..];
-    let mut swapped = Vec::new();
-    header.tile_sizes.swap(0, 1);
-    header.write(&mut swapped);
-    swapped.extend_from_slice(&body[a..a + b]);
-    swapped.extend_from_slice(&body[..a]);
-    swapped.extend_from_slice(&body[a + b..]);
-    let err = decompress(&swapped).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. }
-        ),
-        "{err}"
-    );
-    // The untouched chunk still decodes.
-    assert_eq!(decompress(&packed).unwrap(), data);
-}
-
-/// A header whose tile dimensions are not those the geometry gets is refused before
-/// anything is allocated: every tile then holds at most about 2^17 words, which bounds
-/// what an entropy-coded chunk (no per-word floor) can make the decoder allocate.
-#[test]
-fn tiles_larger_than_the_geometry_gives_are_refused() {
-    use karoo::format::Header;
-    use karoo::Mode;
-    let data = smooth_f32(&[8, 65536], 3);
-    let params = Params {
-        mode: Mode::Archive,
-        ..Params::new(4, &[8, 65536])
-    };
-    let packed = compress(&data, &params).unwrap();
-    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
-    let tiles = header.tile_sizes.len();
-    assert!(tiles >= 2, "the chunk must have several tiles");
-    // One tile claiming the whole chunk, with every payload behind it.
-    header.tiling.tile_rows *= tiles;
-    header.tile_sizes = vec![header.tile_sizes.iter().sum()];
-    let mut forged = Vec::new();
-    header.write(&mut forged);
-    forged.extend_from_slice(&packed[len..]);
-    assert_eq!(
-        decompress(&forged).unwrap_err().to_string(),
-        format!(
-            "karoo: corrupt chunk: tile dimensions 1x{}x16384 are not this geometry's 1x8x16384",
-            8 * tiles
-        )
-    );
-}
-
-/// Deterministic bytes for the known answers below.
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
-        .collect()
-}
-
-#[test]
-fn digests_are_xxh3_64_as_chunks_already_written_store_them() {
-    use karoo::format::{data_checksum, digest_rows};
-    // Known answers of XXH3-64 (seed 0) from xxhash-rust, which wrote the chunks of
-    // earlier versions: every input-length branch (empty, 1-16, 17-128, 129-240, above
-    // 240, long with whole stripes) and a digest built row by row.
-    let known: [(usize, u64); 7] = [
-        (0, 0x2d06_8005_38d3_94c2),
-        (5, 0xaec5_73e0_64c1_8474),
-        (100, 0x0045_b15f_9bb2_d435),
-        (240, 0x8aa7_f1fc_572d_11d6),
-        (241, 0xddb1_2824_1a3b_606b),
-        (1000, 0x5b57_5629_3157_81b8),
-        (1 << 20, 0x8f85_eea5_1538_8aa3),
-    ];
-    for (n, digest) in known {
-        assert_eq!(data_checksum(&pattern(n)), digest, "{n} bytes");
-    }
-    let data = pattern(1 << 20);
-    assert_eq!(digest_rows(data.chunks(4103)), 0x8f85_eea5_1538_8aa3);
 }

@@ -1,13 +1,13 @@
-//! Seed 000's residual coder: each residual's leading zero bytes are counted (capped),
-//! the counts go into a bit-packed prefix stream, the remaining low bytes into a byte
-//! stream.
+//! The MeerKAT predictive packer's residual coder: each residual's leading zero bytes
+//! are counted (capped), the counts go into a bit-packed prefix stream, the remaining
+//! low bytes into a byte stream.
 //!
 //! Layout for `n` residuals of `W`-byte words: `[prefix codes: ceil(n * b / 8) bytes]
 //! [residual bytes] [W zero bytes]`, where `b` is 2 for 4-byte words, 3 for 8-byte
 //! words and 1 otherwise, and a code counts at most `2^b - 1` zero bytes (`W` for
 //! 1-byte words). The zero pad lets the decoder load whole words without a bounds test.
 
-use crate::bitpack;
+use crate::bits::pack as bitpack;
 use crate::word::Word;
 
 /// Bits per prefix code for `bytes`-byte words.

@@ -9,10 +9,10 @@
 //! frequencies from the quantised counts alone (`weight` and [`rans::normalize`]), so
 //! they agree bit for bit; quantising costs well under 1% of the token bits.
 
-use super::bitio::{BitReader, BitWriter};
 use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::rans::{self, Table};
-use super::Dims;
+use crate::bits::io::{BitReader, BitWriter};
+use crate::layout::Dims;
 use crate::word::Word;
 
 /// Largest quantised count.

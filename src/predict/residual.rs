@@ -8,10 +8,11 @@ use crate::word::Word;
 
 /// A residual map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResidualMap {
-    /// Seed 000: predict on the raw bits, residual = word XOR prediction.
+    /// The MeerKAT predictive packer's: predict on the raw bits, residual = word XOR prediction.
     Xor,
-    /// Seed 001 (ndzip): rotate left by one (the float sign bit becomes the least
+    /// ndzip's: rotate left by one (the float sign bit becomes the least
     /// significant bit, so opposite-sign values of similar magnitude stay close),
     /// subtract, fold the sign of the difference.
     RotateSubtract,

@@ -1,0 +1,89 @@
+//! Encoding a tile: the residuals of its words, row by row, handed to the coder.
+
+use crate::archive::dictionary;
+use crate::buffers;
+use crate::coder::Coder;
+use crate::layout::{Dims, Geometry, Spatial, Tile};
+use crate::predict::residual::ResidualMap;
+use crate::predict::Predictor;
+use crate::word::Word;
+
+use super::header::{Coding, TILE_HEADER_LEN};
+use super::residuals::{residuals, residuals_into};
+use super::search::{choose, Candidates};
+
+/// Appends the payload of `tile` of chunk `src` to `out`: coded with the only candidate
+/// when there is one, else with the candidate estimated smallest on a sample of the
+/// tile.
+pub fn encode_tile_into<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    candidates: &Candidates,
+    spatial: Spatial,
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    let coding = choose::<T>(src, g, tile, candidates, spatial);
+    let cols = tile.col0..tile.col1;
+    let dims = Dims::of(tile, spatial);
+    T::with_scratch(|chosen| {
+        residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
+        encode_with(coding, chosen, dims, out);
+        if candidates.try_alternatives {
+            // The patched estimate is exact.
+            let bits = Coder::Patched.estimate_bits(chosen, dims);
+            if (TILE_HEADER_LEN as u64) + bits / 8 < (out.len() - start) as u64 {
+                let packed = Coding {
+                    coder: Coder::Patched,
+                    ..coding
+                };
+                out.truncate(start);
+                encode_with(packed, chosen, dims, out);
+            }
+        }
+    });
+    if !candidates.try_alternatives {
+        return;
+    }
+    // Huffman value coding: the words themselves as dictionary symbols, when there
+    // are few.
+    let raw = Coding {
+        predictor: Predictor::Zero,
+        map: ResidualMap::Xor,
+        coder: Coder::Dictionary,
+        spatial_head: false,
+    };
+    // Most tiles have thousands of distinct words: a few columns tell, before the
+    // whole tile is copied.
+    let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
+    if dictionary::distinct(&residuals::<T>(src, g, tile, raw, spatial, probe)).is_none() {
+        return;
+    }
+    let words = residuals::<T>(src, g, tile, raw, spatial, cols);
+    if dictionary::distinct(&words).is_none() {
+        return;
+    }
+    let mut alternative = buffers::take(max_payload_len::<T>(words.len()));
+    encode_with(raw, &words, dims, &mut alternative);
+    if alternative.len() < out.len() - start {
+        out.truncate(start);
+        out.extend_from_slice(&alternative);
+    }
+    buffers::give(alternative);
+}
+
+/// Room for the payload of `words` words whatever the coder: an incompressible tile
+/// (the fast coders' worst case is the raw size plus a byte per 32 words), so the
+/// coder never reallocates and copies.
+pub fn max_payload_len<T: Word>(words: usize) -> usize {
+    let raw = words * T::BYTES;
+    TILE_HEADER_LEN + raw + raw / 32 + 16
+}
+
+/// Appends the tile payload of `residuals` coded as `coding` says to `out`.
+fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims, out: &mut Vec<u8>) {
+    out.reserve(max_payload_len::<T>(residuals.len()));
+    coding.write_header(out);
+    coding.coder.encode(residuals, dims, out);
+}

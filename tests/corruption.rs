@@ -1,0 +1,138 @@
+//! Corrupt, truncated and forged chunks are refused with a clear error, never decoded
+//! to wrong data; the checksums are the ones chunks already written store.
+
+mod common;
+
+use common::smooth_f32;
+use karoo::{compress, decompress, decompress_with, Error, Params};
+
+#[test]
+fn corrupt_input_is_rejected_not_misdecoded() {
+    let data = smooth_f32(&[64, 512], 9);
+    let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
+    assert_eq!(
+        decompress(b"KAR").unwrap_err(),
+        Error::Truncated("3 bytes, no header".into())
+    );
+    assert_eq!(decompress(b"NOPE and more").unwrap_err(), Error::BadMagic);
+    let mut wrong_version = packed.clone();
+    wrong_version[4] = 9;
+    assert_eq!(
+        decompress(&wrong_version).unwrap_err().to_string(),
+        "karoo: unsupported chunk format version 9 (this build reads version 1)"
+    );
+    // Every single-bit flip and every truncation is an error, never wrong data or a panic.
+    for bit in (0..packed.len() * 8).step_by(13) {
+        let mut bad = packed.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        assert!(
+            decompress(&bad).is_err(),
+            "flip of bit {bit} went unnoticed"
+        );
+    }
+    for len in (0..packed.len()).step_by(7) {
+        assert!(decompress(&packed[..len]).is_err(), "truncation to {len}");
+    }
+    let mut extended = packed.clone();
+    extended.push(0);
+    assert!(decompress(&extended).is_err());
+    assert_eq!(
+        decompress_with(&packed, 1000, 1).unwrap_err().to_string(),
+        format!(
+            "karoo: chunk declares {} decoded bytes, more than the 1000 expected",
+            data.len()
+        )
+    );
+}
+
+/// Two tiles swapped, with a header rewritten to match (so its own checksum passes):
+/// only the checksum of the decoded data can notice, and it must.
+#[test]
+fn swapped_tiles_with_a_consistent_header_are_rejected() {
+    use karoo::internals::Header;
+    let data = smooth_f32(&[8, 65536], 13);
+    let packed = compress(&data, &Params::new(4, &[8, 65536])).unwrap();
+    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert!(
+        header.tile_sizes.len() >= 2,
+        "the chunk must have several tiles"
+    );
+    let (a, b) = (header.tile_sizes[0] as usize, header.tile_sizes[1] as usize);
+    let body = &packed[len..];
+    let mut swapped = Vec::new();
+    header.tile_sizes.swap(0, 1);
+    header.write(&mut swapped);
+    swapped.extend_from_slice(&body[a..a + b]);
+    swapped.extend_from_slice(&body[..a]);
+    swapped.extend_from_slice(&body[a + b..]);
+    let err = decompress(&swapped).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. }
+        ),
+        "{err}"
+    );
+    // The untouched chunk still decodes.
+    assert_eq!(decompress(&packed).unwrap(), data);
+}
+
+/// A header whose tile dimensions are not those the geometry gets is refused before
+/// anything is allocated: every tile then holds at most about 2^17 words, which bounds
+/// what an entropy-coded chunk (no per-word floor) can make the decoder allocate.
+#[test]
+fn tiles_larger_than_the_geometry_gives_are_refused() {
+    use karoo::internals::Header;
+    use karoo::Mode;
+    let data = smooth_f32(&[8, 65536], 3);
+    let params = Params {
+        mode: Mode::Archive,
+        ..Params::new(4, &[8, 65536])
+    };
+    let packed = compress(&data, &params).unwrap();
+    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    let tiles = header.tile_sizes.len();
+    assert!(tiles >= 2, "the chunk must have several tiles");
+    // One tile claiming the whole chunk, with every payload behind it.
+    header.tiling.tile_rows *= tiles;
+    header.tile_sizes = vec![header.tile_sizes.iter().sum()];
+    let mut forged = Vec::new();
+    header.write(&mut forged);
+    forged.extend_from_slice(&packed[len..]);
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        format!(
+            "karoo: corrupt chunk: tile dimensions 1x{}x16384 are not this geometry's 1x8x16384",
+            8 * tiles
+        )
+    );
+}
+
+/// Deterministic bytes for the known answers below.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8)
+        .collect()
+}
+
+#[test]
+fn digests_are_xxh3_64_as_chunks_already_written_store_them() {
+    use karoo::internals::{data_checksum, digest_rows};
+    // Known answers of XXH3-64 (seed 0) from xxhash-rust, which wrote the chunks of
+    // earlier versions: every input-length branch (empty, 1-16, 17-128, 129-240, above
+    // 240, long with whole stripes) and a digest built row by row.
+    let known: [(usize, u64); 7] = [
+        (0, 0x2d06_8005_38d3_94c2),
+        (5, 0xaec5_73e0_64c1_8474),
+        (100, 0x0045_b15f_9bb2_d435),
+        (240, 0x8aa7_f1fc_572d_11d6),
+        (241, 0xddb1_2824_1a3b_606b),
+        (1000, 0x5b57_5629_3157_81b8),
+        (1 << 20, 0x8f85_eea5_1538_8aa3),
+    ];
+    for (n, digest) in known {
+        assert_eq!(data_checksum(&pattern(n)), digest, "{n} bytes");
+    }
+    let data = pattern(1 << 20);
+    assert_eq!(digest_rows(data.chunks(4103)), 0x8f85_eea5_1538_8aa3);
+}

@@ -1,0 +1,103 @@
+//! Determinism: the bytes of a chunk do not depend on the thread count or on how
+//! the chunk is assembled.
+
+mod common;
+
+use common::smooth_f32;
+use karoo::{compress, compress_parts, decompress, decompress_with, Params};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+#[test]
+fn output_does_not_depend_on_thread_count() {
+    let data = smooth_f32(&[16, 40000], 5);
+    let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 8, 0]
+        .iter()
+        .map(|&threads| {
+            compress(
+                &data,
+                &Params {
+                    threads,
+                    ..Params::new(4, &[16, 40000])
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+    for threads in [1, 2, 8] {
+        assert_eq!(
+            decompress_with(&outputs[0], u64::MAX, threads).unwrap(),
+            data
+        );
+    }
+}
+
+#[test]
+fn a_chunk_in_parts_is_the_header_then_each_tile_in_order() {
+    // 16 tiles of 128K words; a single tile; incompressible bytes (stored, one part).
+    let mut rng = SmallRng::seed_from_u64(5);
+    let noise: Vec<u8> = (0..40_000).map(|_| rng.gen()).collect();
+    let cases = [
+        (
+            smooth_f32(&[64, 32768], 2),
+            Params::new(4, &[64, 32768]),
+            17,
+        ),
+        (smooth_f32(&[8, 64], 4), Params::new(4, &[8, 64]), 2),
+        (noise, Params::new(4, &[10_000]), 1),
+    ];
+    for (data, params, count) in cases {
+        let whole = compress(&data, &params).unwrap();
+        let packed = compress_parts(&data, &params).unwrap();
+        assert_eq!(packed.parts().count(), count);
+        assert_eq!(packed.len(), whole.len());
+        assert_eq!(packed.parts().collect::<Vec<_>>().concat(), whole);
+        assert_eq!(packed.into_vec(), whole);
+        // One thread codes the tiles straight into one buffer: the same bytes.
+        let one = Params {
+            threads: 1,
+            ..params
+        };
+        assert_eq!(compress(&data, &one).unwrap(), whole);
+    }
+}
+
+/// Archive mode tries other codings of a tile and keeps the smallest: coded into one
+/// buffer one tile after another (one thread), a replaced coding leaves nothing behind.
+#[test]
+fn tiles_coded_into_one_buffer_equal_their_parts_whatever_coding_wins() {
+    use karoo::Mode;
+    let mut rng = SmallRng::seed_from_u64(12);
+    let levels: Vec<f32> = (0..12).map(|i| i as f32 * 0.37 - 2.0).collect();
+    // Rows of few levels (the dictionary wins) between smooth rows, in many tiles.
+    let smooth = smooth_f32(&[64, 70_000], 3);
+    let mixed: Vec<u8> = smooth
+        .chunks(4)
+        .enumerate()
+        .flat_map(|(i, word)| {
+            if (i % 70_000) / 9_000 % 2 == 1 {
+                levels[rng.gen_range(0..12)].to_le_bytes().to_vec()
+            } else {
+                word.to_vec()
+            }
+        })
+        .collect();
+    for mode in [Mode::Fast, Mode::Archive] {
+        let params = Params {
+            mode,
+            ..Params::new(4, &[64, 70_000])
+        };
+        let parts = compress_parts(&mixed, &params).unwrap();
+        assert!(parts.parts().count() > 8, "{}", parts.parts().count());
+        let joined = compress(
+            &mixed,
+            &Params {
+                threads: 1,
+                ..params
+            },
+        )
+        .unwrap();
+        assert_eq!(joined, parts.into_vec(), "{mode:?}");
+        assert_eq!(decompress(&joined).unwrap(), mixed);
+    }
+}
