@@ -1,4 +1,5 @@
-//! The self-describing chunk format: header layout, writing and validated parsing.
+//! The self-describing chunk format: header layout, writing and validated parsing. The
+//! format is specified in docs/format.md; this table summarises the header.
 //!
 //! All integers are little-endian. Layout of format version 1:
 //!

@@ -3,9 +3,11 @@ h5py, one thread: stored/raw, write and read MB/s (best of 3) on the generated
 observation (4 MiB chunks of 8 time steps) and the shared HERA files. Every file is read
 back bit-exactly.
 
-    .venv/bin/python scripts/archive_coders.py
+    .venv/bin/python scripts/research/archive_coders.py [--doc]
 
-Single runs on a shared machine: compare rows of one run only.
+Single runs on a shared machine: compare rows of one run only. --doc also writes the
+table, labelled with date, commit, machine and command, into the "archive-coders"
+section of docs/benchmarks.md.
 """
 
 import os
@@ -14,12 +16,13 @@ import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("HDF5_PLUGIN_PATH", str(REPO / "target" / "release"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import h5py  # noqa: E402
 
+import bench_doc  # noqa: E402
 import datasets  # noqa: E402
 
 KAROO = 52033
@@ -55,15 +58,21 @@ def main():
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
     with tempfile.TemporaryDirectory(dir=base) as tmp:
         path = pathlib.Path(tmp) / "coders.h5"
-        print("| coder | " + " | ".join(name for name, _, _ in loads) + " |")
-        print("|---|" + "---|" * len(loads))
-        for coder, name in CODERS.items():
-            cells = []
-            for _, data, chunks in loads:
-                ratio, write, read = measure(path, data, chunks, (1, coder << 16, 1))
-                cells.append(f"{ratio:.4f} ({write:.0f} / {read:.0f} MB/s)")
-            print(f"| {coder} {name} | " + " | ".join(cells) + " |", flush=True)
+        command = "scripts/research/archive_coders.py"
+        with bench_doc.capture("archive-coders", command, enabled="--doc" in sys.argv[1:]):
+            table(path, loads)
 
+
+def table(path, loads):
+    """Prints the table: one row per coder, one column per workload."""
+    print("| coder | " + " | ".join(name for name, _, _ in loads) + " |")
+    print("|---|" + "---|" * len(loads))
+    for coder, name in CODERS.items():
+        cells = []
+        for _, data, chunks in loads:
+            ratio, write, read = measure(path, data, chunks, (1, coder << 16, 1))
+            cells.append(f"{ratio:.4f} ({write:.0f} / {read:.0f} MB/s)")
+        print(f"| {coder} {name} | " + " | ".join(cells) + " |", flush=True)
 
 if __name__ == "__main__":
     main()

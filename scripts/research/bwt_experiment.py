@@ -1,7 +1,7 @@
 """Does a Burrows-Wheeler transform + move-to-front stage help on karoo's prediction
-residuals? (The seed 002 question, for archive mode.) A measurement run by hand:
+residuals, as bzip2-like GPU pipelines use? A measurement for archive mode, run by hand:
 
-    .venv/bin/python scripts/bwt_experiment.py            # about a minute on 2 cores
+    .venv/bin/python scripts/research/bwt_experiment.py            # about a minute on 2 cores
 
 Workloads: the generated MeerKAT-like observation at ntime=32 (16 MiB, to stay quick)
 and each shared HERA file (skipped when ../shared/data is absent). Each array is viewed
@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import datasets  # noqa: E402

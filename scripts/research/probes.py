@@ -13,7 +13,7 @@ Prints a markdown table of ratio and compress / decompress MB/s, with each revis
 change against the first. A revision is anything `git rev-parse` takes, or `.` for the
 working tree; `--native` adds the last one built with `-C target-cpu=native`. Other
 revisions are checked out as git worktrees under target/probes (`git worktree prune`
-after deleting it). Example: `scripts/probes.py HEAD~3 .`
+after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
 """
 
 import argparse
@@ -26,7 +26,7 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import datasets  # noqa: E402
 
 REPO = datasets.REPO
