@@ -59,7 +59,8 @@ pub enum ElementKind {
 
 impl ElementKind {
     /// Every kind.
-    pub const ALL: [ElementKind; 3] = [ElementKind::Float, ElementKind::Integer, ElementKind::Other];
+    pub const ALL: [ElementKind; 3] =
+        [ElementKind::Float, ElementKind::Integer, ElementKind::Other];
 }
 
 /// Predictors `auto` chooses from, per tile.
