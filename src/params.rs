@@ -101,11 +101,13 @@ pub struct Params {
     /// Words between two successive samples of one series; 0 derives it as the
     /// product of the dimensions after the time axis.
     pub lag: usize,
-    /// Predictor along the time axis; `None` chooses per tile among [`AUTO_PREDICTORS`].
+    /// Predictor along the time axis; `None` chooses per tile (in fast mode among the
+    /// previous sample, the parallelogram, the mean of 4 and Lorenzo; in archive mode
+    /// among all but the medians, and no prediction).
     pub predictor: Option<Predictor>,
     /// Residual map; `None` chooses per tile among those suited to `element`.
     pub residual_map: Option<ResidualMap>,
-    /// Residual coder; `None` means [`DEFAULT_CODER`] (fast) or [`ARCHIVE_CODER`] (archive).
+    /// Residual coder; `None` means patched packing (fast) or context rANS (archive).
     pub coder: Option<Coder>,
     /// What the words hold.
     pub element: ElementKind,
@@ -139,7 +141,7 @@ impl Params {
     /// The predictor / map / coder combinations the encoder may use. Archive mode's
     /// `auto` tries [`archive_predictors`], each also with a spatially predicted first
     /// row when the chunk has an innermost element axis (`spatial_axis`).
-    pub fn candidates(&self, spatial_axis: bool) -> Candidates {
+    pub(crate) fn candidates(&self, spatial_axis: bool) -> Candidates {
         let archive = self.mode == Mode::Archive;
         let auto = if archive {
             archive_predictors()
