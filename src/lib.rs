@@ -25,6 +25,7 @@ pub mod layout;
 pub mod params;
 mod pool;
 pub mod predict;
+mod process_local;
 pub mod residual;
 pub mod tile;
 pub mod word;
@@ -36,6 +37,6 @@ pub use codec::{
 pub use coder::Coder;
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
-pub use pool::MAX_POOLS;
+pub use pool::{effective_threads, MAX_POOLS};
 pub use predict::Predictor;
 pub use residual::ResidualMap;

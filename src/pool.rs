@@ -3,18 +3,24 @@
 //! than the machine has cores gets one per core (the output never depends on the
 //! count), and at most [`MAX_POOLS`] pools are kept, so no pattern of requests can make
 //! the process accumulate threads.
+//!
+//! The pools and the core count are per process: a child forked after the parent used
+//! its pools builds its own (the parent's workers do not exist in the child).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use once_cell::sync::Lazy;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use crate::process_local::ProcessLocal;
 
 /// Most pools kept at once; building a new one beyond this drops the others (jobs
 /// running on them keep them alive until they finish).
 pub const MAX_POOLS: usize = 4;
 
-static POOLS: Lazy<Mutex<HashMap<usize, Arc<ThreadPool>>>> = Lazy::new(Default::default);
+/// This process's pools, by worker count.
+static POOLS: ProcessLocal<Mutex<HashMap<usize, Arc<ThreadPool>>>> =
+    ProcessLocal::new(Default::default);
 
 /// `work` applied to every item, in item order, on `threads` threads (0 = all cores):
 /// the calling thread and `threads - 1` pool workers, each taking the next item as soon
@@ -64,19 +70,33 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The machine's cores, asked once: the query reads the process's affinity and cgroup
-/// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
-/// for every chunk.
-static CORES: Lazy<usize> =
-    Lazy::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+/// What bounds the thread count in this process, found once.
+struct Limits {
+    /// The cores this process may use: the query reads the process's affinity and cgroup
+    /// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
+    /// for every chunk.
+    cores: usize,
+}
+
+static LIMITS: ProcessLocal<Limits> = ProcessLocal::new(|| Limits {
+    cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+});
 
 /// Threads a request for `threads` gets (0 = all cores; at most one per core).
 fn participants(threads: usize) -> usize {
-    if threads == 0 {
-        *CORES
-    } else {
-        threads.min(*CORES)
+    let cores = LIMITS.get().cores;
+    match threads {
+        0 => cores,
+        n => n.min(cores),
     }
+}
+
+/// The most threads that coding or decoding a chunk with `threads` (as in
+/// [`Params::threads`](crate::Params::threads) or [`decompress_with`](crate::decompress_with))
+/// uses in this process: `threads` (0 = all cores), never more than the cores the
+/// process may use. A chunk with fewer tiles uses fewer.
+pub fn effective_threads(threads: usize) -> usize {
+    participants(threads)
 }
 
 /// Whether [`map_shared`] with `threads` would share `count` items between threads (if
@@ -87,7 +107,7 @@ pub fn runs_in_parallel(threads: usize, count: usize) -> bool {
 
 /// The pool of `threads` workers, built on first use.
 fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
-    let mut pools = lock(&POOLS);
+    let mut pools = lock(POOLS.get());
     if let Some(pool) = pools.get(&threads) {
         return Some(pool.clone());
     }
