@@ -17,6 +17,11 @@
 //! | 10 | set_local | chunk rank `r` |
 //! | 11..11+r | set_local | chunk dimensions, slowest first |
 //!
+//! A dataset is created with at most the five user values, or with a complete array
+//! `set_local` wrote for another dataset (a copied property list: h5repack, `H5Pcopy`,
+//! h5py's `create_dataset_like`), whose user part is kept and whose rest is derived
+//! again; anything else is refused (see [`creation_options`]).
+//!
 //! Predictors (low byte of `[1]`): 0 auto (per tile, among previous, parallelogram,
 //! mean of 2 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
 //! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
@@ -168,6 +173,22 @@ impl UserOptions {
         }
         Ok(())
     }
+}
+
+/// The user's options in the cd_values a dataset is being created with: at most
+/// [`USER_VALUES`] values, or a complete array `set_local` wrote (for the dataset whose
+/// property list was copied; its layout part is derived again for the new one).
+/// Anything longer is refused: `set_local` would overwrite the extra values.
+pub fn creation_options(values: &[u32]) -> Result<UserOptions, String> {
+    let user = UserOptions::parse(values)?;
+    if values.len() > USER_VALUES && FilterConfig::from_values(values).is_err() {
+        return Err(format!(
+            "{} cd_values given; users set at most the first {USER_VALUES} (mode, coding, \
+             threads, time axis, lag), karoo appends the others itself",
+            values.len()
+        ));
+    }
+    Ok(user)
 }
 
 impl FilterConfig {
@@ -371,6 +392,35 @@ mod tests {
         assert_eq!(
             user.check_chunk(&[4, 4]).unwrap_err(),
             "lag 17 in cd_values[4] exceeds the 16 elements of one chunk along the time axis"
+        );
+    }
+
+    #[test]
+    fn creation_takes_user_values_or_a_complete_array_and_refuses_the_rest() {
+        let full = complex64_config().to_values();
+        assert_eq!(creation_options(&[1, 0, 2]).unwrap().mode, Mode::Archive);
+        assert_eq!(creation_options(&full).unwrap(), complex64_config().user);
+        for values in [
+            &[0, 0, 0, 0, 0, 1, 99, 7][..],
+            &[0, 0, 0, 0, 0, 0],
+            &full[..full.len() - 1],
+        ] {
+            assert_eq!(
+                creation_options(values).unwrap_err(),
+                format!(
+                    "{} cd_values given; users set at most the first 5 (mode, coding, \
+                     threads, time axis, lag), karoo appends the others itself",
+                    values.len()
+                )
+            );
+        }
+        let mut future = full.clone();
+        future[5] = LAYOUT_VERSION + 1;
+        assert!(creation_options(&future).is_err());
+        // The user part's own errors come first.
+        assert_eq!(
+            creation_options(&[9, 0, 0, 0, 0, 1]).unwrap_err(),
+            "unknown mode 9 in cd_values[0] (0 = fast, 1 = archive)"
         );
     }
 

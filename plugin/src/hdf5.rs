@@ -75,6 +75,7 @@ pub struct Hdf5 {
     type_member: Option<MemberIdFn>,
     type_member_offset: Option<MemberSizeFn>,
     type_super: Option<TypeIdFn>,
+    type_is_variable_str: Option<TypeIntFn>,
     type_close: Option<CloseFn>,
     allocate: Option<AllocateFn>,
     free: Option<FreeFn>,
@@ -203,6 +204,7 @@ impl Hdf5 {
             type_member: function!(lib, "H5Tget_member_type", MemberIdFn),
             type_member_offset: function!(lib, "H5Tget_member_offset", MemberSizeFn),
             type_super: function!(lib, "H5Tget_super", TypeIdFn),
+            type_is_variable_str: function!(lib, "H5Tis_variable_str", TypeIntFn),
             type_close: function!(lib, "H5Tclose", CloseFn),
             allocate: function!(lib, "H5allocate_memory", AllocateFn),
             free: function!(lib, "H5free_memory", FreeFn),
@@ -371,6 +373,18 @@ impl Hdf5 {
         let info = self.type_class_size(base);
         self.close_type(base);
         info
+    }
+
+    /// Whether the datatype is a variable-length string.
+    pub fn is_variable_string(&self, type_id: Hid) -> Result<bool, String> {
+        let is_variable = self
+            .type_is_variable_str
+            .ok_or("H5Tis_variable_str not found")?;
+        // SAFETY: plain call on an id HDF5 handed us; failure is negative.
+        match unsafe { is_variable(type_id) } {
+            status if status < 0 => Err("cannot query the dataset's string type".into()),
+            status => Ok(status > 0),
+        }
     }
 
     fn close_type(&self, type_id: Hid) {

@@ -9,6 +9,8 @@ mod ffi;
 mod filter;
 mod hdf5;
 
+pub use filter::VARIABLE_LENGTH_REFUSAL;
+
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
