@@ -37,6 +37,6 @@ pub use codec::{
 pub use coder::Coder;
 pub use error::{Error, Result};
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
-pub use pool::{effective_threads, MAX_POOLS};
+pub use pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 pub use predict::Predictor;
 pub use residual::ResidualMap;

@@ -4,19 +4,27 @@
 //! count), and at most [`MAX_POOLS`] pools are kept, so no pattern of requests can make
 //! the process accumulate threads.
 //!
-//! The pools and the core count are per process: a child forked after the parent used
+//! The environment variable [`THREADS_VARIABLE`] overrides every request. The pools, the
+//! core count and the override are per process: a child forked after the parent used
 //! its pools builds its own (the parent's workers do not exist in the child).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
+use crate::params::MAX_THREADS;
 use crate::process_local::ProcessLocal;
 
 /// Most pools kept at once; building a new one beyond this drops the others (jobs
 /// running on them keep them alive until they finish).
 pub const MAX_POOLS: usize = 4;
+
+/// Environment variable whose value, a whole number of threads from 1 to
+/// [`MAX_THREADS`], replaces the thread count of every compression and decompression
+/// (0 or unset: the count asked for). Read once per process, at the first chunk coded.
+pub const THREADS_VARIABLE: &str = "KAROO_NUM_THREADS";
 
 /// This process's pools, by worker count.
 static POOLS: ProcessLocal<Mutex<HashMap<usize, Arc<ThreadPool>>>> =
@@ -76,25 +84,58 @@ struct Limits {
     /// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
     /// for every chunk.
     cores: usize,
+    /// [`THREADS_VARIABLE`]'s count, if it is set to one.
+    forced: Option<usize>,
 }
 
 static LIMITS: ProcessLocal<Limits> = ProcessLocal::new(|| Limits {
     cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    forced: forced_threads(),
 });
 
-/// Threads a request for `threads` gets (0 = all cores; at most one per core).
+/// [`THREADS_VARIABLE`]'s thread count; a value that is not one is ignored, with a
+/// warning on stderr.
+fn forced_threads() -> Option<usize> {
+    let value = std::env::var_os(THREADS_VARIABLE)?;
+    parse_forced(&value.to_string_lossy()).unwrap_or_else(|warning| {
+        // Nothing to do if stderr is gone.
+        let _ = writeln!(std::io::stderr(), "{warning}");
+        None
+    })
+}
+
+/// The thread count in a value of [`THREADS_VARIABLE`]: `None` for 0 or an empty value,
+/// a warning for anything but a whole number from 0 to [`MAX_THREADS`].
+fn parse_forced(value: &str) -> Result<Option<usize>, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    match trimmed.parse::<usize>() {
+        Ok(0) => Ok(None),
+        Ok(n) if n <= MAX_THREADS => Ok(Some(n)),
+        _ => Err(format!(
+            "karoo: ignoring {THREADS_VARIABLE}={value:?}: expected a whole number of threads \
+             from 0 to {MAX_THREADS} (0 = the count asked for)"
+        )),
+    }
+}
+
+/// Threads a request for `threads` gets: [`THREADS_VARIABLE`]'s count when set, else
+/// `threads` (0 = all cores); at most one per core.
 fn participants(threads: usize) -> usize {
-    let cores = LIMITS.get().cores;
-    match threads {
-        0 => cores,
-        n => n.min(cores),
+    let limits = LIMITS.get();
+    match limits.forced.unwrap_or(threads) {
+        0 => limits.cores,
+        n => n.min(limits.cores),
     }
 }
 
 /// The most threads that coding or decoding a chunk with `threads` (as in
 /// [`Params::threads`](crate::Params::threads) or [`decompress_with`](crate::decompress_with))
-/// uses in this process: `threads` (0 = all cores), never more than the cores the
-/// process may use. A chunk with fewer tiles uses fewer.
+/// uses in this process: the count in the environment variable `KAROO_NUM_THREADS` when
+/// it is set to 1 to [`MAX_THREADS`], else `threads` (0 = all cores); never more than the
+/// cores the process may use. A chunk with fewer tiles uses fewer.
 pub fn effective_threads(threads: usize) -> usize {
     participants(threads)
 }
