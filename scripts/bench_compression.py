@@ -391,8 +391,10 @@ def speed_report(emit, directory, quick, repeats):
     obs = datasets.meerkat_like(ntime=32 if quick else 128)
     emit(f"## Speed through h5py: generated observation {obs.shape} {obs.dtype}, {obs.nbytes >> 20} MiB")
     emit()
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     emit(f"Files in {directory.parent}, chunk cache off, best of {repeats}; MB/s of raw bytes. "
-         "karoo's default threads use every core; '1 thread' pins archive mode to one.")
+         "karoo's default threads use every core; '1 thread' pins archive mode to one. "
+         f"Load average before this table: {load} (on a shared machine, compare rows of one table only).")
     for step in (1, 16):
         chunks = (step,) + obs.shape[1:]
         results = {}
