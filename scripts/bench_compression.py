@@ -30,7 +30,6 @@ import lzma
 import math
 import os
 import pathlib
-import platform
 import shlex
 import subprocess
 import sys
@@ -42,6 +41,7 @@ import numpy as np
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import bench_doc  # noqa: E402
 import datasets  # noqa: E402
 
 KAROO = 52033
@@ -446,17 +446,9 @@ def git(plugin_dir, *args):
 
 
 def machine():
-    """CPU model and core count."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """CPU model, cores and vector instructions (bench_doc's label), with the load average now."""
     load = " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    return f"{model}, {os.cpu_count()} cores (load average at start {load})"
+    return f"{bench_doc.machine()} (load average at start {load})"
 
 
 def header(emit, args, plugin_dir, base):
