@@ -14,6 +14,7 @@
 //! assert_eq!(karoo::decompress(&packed).unwrap(), data);
 //! ```
 
+mod axis;
 mod bitpack;
 mod buffers;
 mod codec;

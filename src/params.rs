@@ -92,6 +92,10 @@ pub struct Candidates {
     /// residuals (tiny tiles, where entropy tables do not pay) and seed 003's value
     /// dictionary on the tile's words as they are (archive mode with no coder requested).
     pub try_alternatives: bool,
+    /// The general-purpose coder to try on the chosen residuals when a sample says it
+    /// beats the chosen coder clearly (no coder requested: shuffled LZ4 in fast mode,
+    /// shuffled Zstandard in archive mode).
+    pub generic: Option<Coder>,
 }
 
 impl Candidates {
@@ -203,6 +207,11 @@ impl Params {
             coder,
             greedy: archive,
             try_alternatives: archive && self.coder.is_none(),
+            generic: self.coder.is_none().then_some(if archive {
+                Coder::ShuffledZstd
+            } else {
+                Coder::ShuffledLz4
+            }),
         }
     }
 
@@ -262,15 +271,24 @@ impl Params {
     }
 }
 
-/// Lorenzo's neighbour along the innermost element axis of `shape` (words), when that
-/// axis comes after the time axis; `components` words make one element.
+/// Lorenzo's neighbour along the innermost element axis of `shape` (words) with more
+/// than one element, when that axis comes after the time axis; `components` words make
+/// one element. Trailing axes of one element (HDF5's real numbers carry a component axis
+/// of length 1) are looked through.
 pub(crate) fn spatial(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
     let element_rank = shape.len() - usize::from(components > 1);
-    match element_rank.checked_sub(1) {
-        Some(inner) if inner > time_axis && shape[inner] > 0 => Spatial {
-            stride: components,
-            run: shape[inner] * components,
-        },
-        _ => Spatial::default(),
+    let Some(mut inner) = element_rank.checked_sub(1) else {
+        return Spatial::default();
+    };
+    while inner > time_axis && shape[inner] == 1 {
+        inner -= 1;
+    }
+    if inner <= time_axis || shape[inner] == 0 {
+        return Spatial::default();
+    }
+    let stride: usize = shape[inner + 1..].iter().product();
+    Spatial {
+        stride,
+        run: shape[inner] * stride,
     }
 }
