@@ -37,7 +37,15 @@ def register(force: bool = False) -> bool:
     info = _lib.lib.H5PLget_plugin_info()
     if not info:
         raise RuntimeError("karoo: the plugin returned no filter class")
-    h5py.h5z.register_filter(info)
+    if hasattr(h5py.h5z, "register_filter"):
+        h5py.h5z.register_filter(info)
+    else:  # h5py before 3.8: H5Zregister through the extension's libhdf5
+        import ctypes
+
+        h5zregister = ctypes.CDLL(h5py.h5z.__file__).H5Zregister
+        h5zregister.argtypes, h5zregister.restype = [ctypes.c_void_p], ctypes.c_int
+        if h5zregister(info) < 0:
+            raise RuntimeError("karoo: H5Zregister failed")
     _registered = True
     return True
 
