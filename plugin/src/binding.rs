@@ -23,6 +23,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::ffi::{H5ZClass2, Herr, Hid, Htri, H5Z_CLASS_T_VERS};
 use crate::filter;
+use crate::guard;
 use crate::hdf5::{find_library, Hdf5, Library};
 use crate::FILTER_ID;
 
@@ -183,7 +184,17 @@ impl Drop for Scope {
 unsafe extern "C" fn can_apply_in<const N: usize>(dcpl: Hid, type_id: Hid, space: Hid) -> Htri {
     let _scope = Scope::enter(N);
     // SAFETY: HDF5 calls this with the ids `can_apply` expects.
-    unsafe { filter::can_apply(dcpl, type_id, space) }
+    let verdict = unsafe { filter::can_apply(dcpl, type_id, space) };
+    if verdict > 0 {
+        // A shuffle before karoo is legal but spoils it: say so, without failing.
+        let _ = std::panic::catch_unwind(|| {
+            let pipeline = current().filter_ids(dcpl).unwrap_or_default();
+            if let Some(message) = guard::shuffle_warning(&pipeline, FILTER_ID) {
+                guard::warn_once(&message);
+            }
+        });
+    }
+    verdict
 }
 
 unsafe extern "C" fn set_local_in<const N: usize>(dcpl: Hid, type_id: Hid, space: Hid) -> Herr {

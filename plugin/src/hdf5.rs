@@ -35,6 +35,17 @@ type GetFilterFn = unsafe extern "C" fn(
     *mut c_char,
     *mut c_uint,
 ) -> Herr;
+type NFiltersFn = unsafe extern "C" fn(Hid) -> c_int;
+type GetFilter2Fn = unsafe extern "C" fn(
+    Hid,
+    c_uint,
+    *mut c_uint,
+    *mut usize,
+    *mut c_uint,
+    usize,
+    *mut c_char,
+    *mut c_uint,
+) -> c_int;
 type ModifyFilterFn = unsafe extern "C" fn(Hid, c_int, c_uint, usize, *const c_uint) -> Herr;
 type TypeIntFn = unsafe extern "C" fn(Hid) -> c_int;
 type TypeSizeFn = unsafe extern "C" fn(Hid) -> usize;
@@ -68,6 +79,8 @@ pub struct Hdf5 {
     minor_callback: Option<*const Hid>,
     get_chunk: Option<GetChunkFn>,
     get_filter: Option<GetFilterFn>,
+    nfilters: Option<NFiltersFn>,
+    get_filter2: Option<GetFilter2Fn>,
     modify_filter: Option<ModifyFilterFn>,
     type_class: Option<TypeIntFn>,
     type_size: Option<TypeSizeFn>,
@@ -196,6 +209,8 @@ impl Hdf5 {
             minor_callback: global(lib, "H5E_CALLBACK_g"),
             get_chunk: function!(lib, "H5Pget_chunk", GetChunkFn),
             get_filter: function!(lib, "H5Pget_filter_by_id2", GetFilterFn),
+            nfilters: function!(lib, "H5Pget_nfilters", NFiltersFn),
+            get_filter2: function!(lib, "H5Pget_filter2", GetFilter2Fn),
             modify_filter: function!(lib, "H5Pmodify_filter", ModifyFilterFn),
             type_class: function!(lib, "H5Tget_class", TypeIntFn),
             type_size: function!(lib, "H5Tget_size", TypeSizeFn),
@@ -302,6 +317,38 @@ impl Hdf5 {
             ));
         }
         Ok((flags, values[..count].to_vec()))
+    }
+
+    /// Ids of the filters in `dcpl`'s pipeline, in write order.
+    pub fn filter_ids(&self, dcpl: Hid) -> Result<Vec<c_int>, String> {
+        let nfilters = self.nfilters.ok_or("H5Pget_nfilters not found")?;
+        let get_filter = self.get_filter2.ok_or("H5Pget_filter2 not found")?;
+        // SAFETY: plain call on a property list id HDF5 handed us.
+        let n = unsafe { nfilters(dcpl) };
+        (0..n.max(0) as c_uint)
+            .map(|index| {
+                let (mut flags, mut count, mut config) = (0, 0, 0);
+                // SAFETY: `index` is below the filter count; the out-pointers refer to live
+                // locals, and a zero value count and name length let HDF5 write nothing else.
+                let id = unsafe {
+                    get_filter(
+                        dcpl,
+                        index,
+                        &mut flags,
+                        &mut count,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                        &mut config,
+                    )
+                };
+                if id < 0 {
+                    Err("cannot read the filter pipeline".to_string())
+                } else {
+                    Ok(id)
+                }
+            })
+            .collect()
     }
 
     /// Replaces karoo's cd_values in `dcpl`.

@@ -11,6 +11,7 @@ pub mod capi;
 pub mod cd_values;
 mod ffi;
 mod filter;
+mod guard;
 mod hdf5;
 
 use std::ffi::c_void;

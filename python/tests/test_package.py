@@ -137,3 +137,18 @@ def test_shuffle_before_karoo_warns(tmp_path):
         assert same_bits(d[...], data)
         # The shuffled copy is lossless but compresses worse.
         assert d.id.get_storage_size() > plain.id.get_storage_size()
+
+
+def test_the_plugin_warns_once_on_stderr_about_a_shuffle_before_karoo(tmp_path):
+    code = textwrap.dedent(f"""
+        import h5py, numpy as np, karoo
+        with h5py.File({str(tmp_path / 'w.h5')!r}, "w") as f:
+            f.create_dataset("plain", data=np.zeros((8, 8), "f4"), chunks=(8, 8), compression=karoo.Karoo())
+            for name in ("a", "b"):
+                f.create_dataset(name, data=np.zeros((8, 8), "f4"), chunks=(8, 8), shuffle=True,
+                                 compression=karoo.Karoo())
+        print("ok")
+    """)
+    done = run_python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert done.stderr.count("karoo: warning: a shuffle filter runs before karoo") == 1
