@@ -1,5 +1,5 @@
 //! Times the core codec on one chunk of complex64 words, one thread: the probe that
-//! `scripts/probes.py` builds against two revisions and runs interleaved.
+//! `scripts/research/probes.py` builds against two revisions and runs interleaved.
 //!
 //! Usage: `probe FILE ROWS REPEATS [archive]`. FILE holds the chunk's raw little-endian
 //! float32 words (complex64 pairs), ROWS time rows of equal length. Prints the ratio

@@ -7,7 +7,8 @@ files and the generated MeerKAT-like observation: ratio, write and read throughp
 
 Files live in /dev/shm when it exists, the chunk cache is off, each figure is the best of
 `--repeats` runs. Throughputs are of raw bytes; compare rows of one run only (the
-machine is shared and noisy). pcodec has no HDF5 filter: it is timed standalone on the
+machine is shared and noisy). With --doc the tables also go, labelled with date, commit,
+machine and command, into their section of docs/benchmarks.md. pcodec has no HDF5 filter: it is timed standalone on the
 same arrays with each series laid out along time (level 8), which flatters it (no HDF5
 overhead). Prints markdown tables; saves bench-out/pareto.png.
 
@@ -36,6 +37,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import h5py  # noqa: E402
 import hdf5plugin  # noqa: E402
 
+import bench_doc  # noqa: E402
 import datasets  # noqa: E402
 
 KAROO = 52033
@@ -72,7 +74,7 @@ def peers():
         "karoo rice": karoo(coder=3),
         "karoo bitplane": karoo(coder=2),
         "karoo lzbytes": karoo(coder=1),
-        "karoo seed000 (previous, xor, lzbytes)": karoo(1, 1, 1),
+        "karoo previous+xor+lzbytes": karoo(1, 1, 1),
     }
 
 
@@ -209,7 +211,7 @@ def table(title, rows, ref_name="bitshuffle+lz4"):
 
 
 def plot(results, path):
-    """Ratio against read throughput per workload: seed 001's Pareto view."""
+    """Ratio against read throughput per workload (a Pareto view)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -318,6 +320,8 @@ def main():
                         help="archive mode vs zstd -19, bzip2 -9, Blosc2, xz -9, pcodec (plot: pareto-archive.png)")
     parser.add_argument("--out", default=str(REPO / "bench-out"))
     parser.add_argument("--replot", metavar="TABLES.md", help="only re-plot the tables a previous run printed")
+    parser.add_argument("--doc", action="store_true",
+                        help="also write the tables, labelled, into their section of docs/benchmarks.md")
     args = parser.parse_args()
     png = "pareto-archive.png" if args.archive else "pareto.png"
     if args.replot:
@@ -327,18 +331,24 @@ def main():
     shm = pathlib.Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
     loads = workloads(args.quick, archive=args.archive)
-    print(f"h5py {h5py.version.version}, HDF5 {h5py.version.hdf5_version}, hdf5plugin {hdf5plugin.version}, "
-          f"files in {base or 'a temp dir'}, chunk cache off, best of {args.repeats}")
-    with tempfile.TemporaryDirectory(dir=base) as tmp:
-        tmp = pathlib.Path(tmp)
-        if args.matrix:
-            matrix(tmp, loads, 1)
-            return
-        results = archive_tables(tmp, loads, args.repeats) if args.archive else peer_tables(tmp, loads, args.repeats)
-    out = pathlib.Path(args.out)
-    out.mkdir(exist_ok=True)
-    plot(results, out / png)
-
+    section = "archive" if args.archive else "matrix" if args.matrix else "peers"
+    command = " ".join(["scripts/bench_filters.py", *(a for a in sys.argv[1:] if a != "--doc")])
+    results = None
+    with bench_doc.capture(section, command, enabled=args.doc):
+        print(f"h5py {h5py.version.version}, HDF5 {h5py.version.hdf5_version}, hdf5plugin {hdf5plugin.version}, "
+              f"files in {base or 'a temp dir'}, chunk cache off, best of {1 if args.matrix else args.repeats}")
+        with tempfile.TemporaryDirectory(dir=base) as tmp:
+            tmp = pathlib.Path(tmp)
+            if args.matrix:
+                matrix(tmp, loads, 1)
+            elif args.archive:
+                results = archive_tables(tmp, loads, args.repeats)
+            else:
+                results = peer_tables(tmp, loads, args.repeats)
+    if results:
+        out = pathlib.Path(args.out)
+        out.mkdir(exist_ok=True)
+        plot(results, out / png)
 
 if __name__ == "__main__":
     main()

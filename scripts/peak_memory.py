@@ -1,8 +1,9 @@
 """Peak resident memory of writing and of reading a 64 MiB float32 dataset through h5py,
 per chunk size, with karoo and with no filter; each case runs in its own process and its
 peak RSS comes from getrusage. The difference to the unfiltered run is what the filter
-costs. Usage: .venv/bin/python scripts/peak_memory.py [--archive]  (karoo fast mode, or
-archive mode with --archive)"""
+costs. Usage: .venv/bin/python scripts/peak_memory.py [--archive] [--doc]  (karoo fast
+mode, or archive mode with --archive; --doc also writes the table, labelled with date,
+commit, machine and command, into docs/reliability.md)"""
 
 import os
 import pathlib
@@ -12,6 +13,9 @@ import sys
 import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+import bench_doc  # noqa: E402
+
 CASE = """
 import sys, h5py, numpy as np
 mode, path, chunk_mib, filt, karoo_mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
@@ -36,6 +40,14 @@ else:
 
 def main():
     karoo_mode = "1" if "--archive" in sys.argv[1:] else "0"
+    section = "peak-memory-archive" if karoo_mode == "1" else "peak-memory"
+    command = "scripts/peak_memory.py" + (" --archive" if karoo_mode == "1" else "")
+    with bench_doc.capture(section, command, bench_doc.RELIABILITY, enabled="--doc" in sys.argv[1:]):
+        table(karoo_mode)
+
+
+def table(karoo_mode):
+    """Prints the table: one row per chunk size."""
     print("| chunk | no filter write | karoo write | no filter read | karoo read | karoo overhead (write / read) |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:

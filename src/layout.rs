@@ -14,6 +14,10 @@ use crate::error::{Error, Result};
 
 /// Words a tile aims to hold: big enough to amortise its header, small enough for cache.
 pub const TARGET_TILE_WORDS: usize = 1 << 17;
+/// Most words a tile may hold: a format limit that decoders enforce whatever tiling a
+/// chunk records (the encoder's choice, [`Tiling::choose`], never exceeds it). It bounds
+/// the decoded size of a hostile chunk whose entropy-coded tiles have no per-word floor.
+pub const MAX_TILE_WORDS: usize = 1 << 17;
 /// Fewest rows a full-width tile may have before tiles are split by columns instead.
 const MIN_TILE_ROWS: usize = 64;
 /// Fewest columns of a column-split tile.
@@ -85,6 +89,40 @@ impl Geometry {
             lag,
             tiling,
         })
+    }
+
+    /// This geometry with the tiling a chunk header records instead of the encoder's
+    /// choice, if a decoder may accept it: every dimension at least 1, tiles of several
+    /// planes made of whole planes, and at most [`MAX_TILE_WORDS`] words in a tile.
+    /// Decoders accept any such tiling, so a future encoder may tile differently.
+    pub fn with_recorded_tiling(self, tiling: Tiling) -> std::result::Result<Geometry, String> {
+        let t = tiling;
+        let bad = |why: String| {
+            Err(format!(
+                "tile dimensions {}x{}x{} {why}",
+                t.planes_per_tile, t.tile_rows, t.tile_cols
+            ))
+        };
+        if self.words() == 0 {
+            return Ok(self);
+        }
+        if t.planes_per_tile == 0 || t.tile_rows == 0 || t.tile_cols == 0 {
+            return bad("have a zero".into());
+        }
+        let planes = t.planes_per_tile.min(self.planes);
+        let rows = t.tile_rows.min(self.rows());
+        let cols = t.tile_cols.min(self.lag);
+        if planes > 1 && (rows < self.rows() || cols < self.lag) {
+            return bad("span several planes but not whole ones".into());
+        }
+        let words = planes
+            .checked_mul(rows)
+            .and_then(|w| w.checked_mul(cols))
+            .filter(|&w| w <= MAX_TILE_WORDS);
+        if words.is_none() {
+            return bad(format!("hold more than {MAX_TILE_WORDS} words"));
+        }
+        Ok(Geometry { tiling, ..self })
     }
 
     /// Total words in the chunk.

@@ -539,11 +539,11 @@ fn swapped_tiles_with_a_consistent_header_are_rejected() {
     assert_eq!(decompress(&packed).unwrap(), data);
 }
 
-/// A header whose tile dimensions are not those the geometry gets is refused before
-/// anything is allocated: every tile then holds at most about 2^17 words, which bounds
-/// what an entropy-coded chunk (no per-word floor) can make the decoder allocate.
+/// A header whose tiles hold more than the format's 2^17 words is refused before
+/// anything is allocated: the limit bounds what an entropy-coded chunk (no per-word
+/// floor) can make the decoder allocate.
 #[test]
-fn tiles_larger_than_the_geometry_gives_are_refused() {
+fn tiles_larger_than_the_format_limit_are_refused() {
     use karoo::format::Header;
     use karoo::Mode;
     let data = smooth_f32(&[8, 65536], 3);
@@ -556,7 +556,7 @@ fn tiles_larger_than_the_geometry_gives_are_refused() {
     let tiles = header.tile_sizes.len();
     assert!(tiles >= 2, "the chunk must have several tiles");
     // One tile claiming the whole chunk, with every payload behind it.
-    header.tiling.tile_rows *= tiles;
+    header.tiling.tile_cols *= tiles;
     header.tile_sizes = vec![header.tile_sizes.iter().sum()];
     let mut forged = Vec::new();
     header.write(&mut forged);
@@ -564,8 +564,8 @@ fn tiles_larger_than_the_geometry_gives_are_refused() {
     assert_eq!(
         decompress(&forged).unwrap_err().to_string(),
         format!(
-            "karoo: corrupt chunk: tile dimensions 1x{}x16384 are not this geometry's 1x8x16384",
-            8 * tiles
+            "karoo: corrupt chunk: tile dimensions 1x8x{} hold more than 131072 words",
+            16384 * tiles
         )
     );
 }

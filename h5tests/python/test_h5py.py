@@ -222,7 +222,7 @@ def test_archive_mode_is_smaller_than_fast_mode(tmp_path):
 
 
 def test_archive_mode_codes_few_distinct_values_as_a_dictionary(h5file):
-    """Seed 003: 16 quantisation levels in random order cost about 4 bits each."""
+    """Value dictionary: 16 quantisation levels in random order cost about 4 bits each."""
     rng = np.random.default_rng(5)
     levels = np.linspace(-1, 1, 16, dtype="f4")
     data = levels[rng.integers(0, 16, size=(100, 1000))]

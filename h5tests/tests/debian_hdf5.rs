@@ -1002,3 +1002,77 @@ fn set_local_records_the_full_cd_values() {
         assert_eq!(values, expected, "{element:?} {user:?} after reopening");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Golden files: datasets written by released karoo plugins
+// ---------------------------------------------------------------------------------------
+
+/// The datasets every golden file holds, each beside an unfiltered `<name>_expected`
+/// twin (written by h5tests/golden/make_golden_files.py; h5tests/python/test_golden.py
+/// reads the same files through h5py).
+const GOLDEN_DATASETS: [&str; 11] = [
+    "complex64_fast_edges",
+    "complex128_archive",
+    "int32_compound_fast",
+    "float32_bigendian",
+    "float32_archive_edges",
+    "float32_specials",
+    "float64_options",
+    "int16_time_axis1",
+    "float32_scaled_spectra_archive",
+    "float32_lag_archive",
+    "float32_one_row_fast",
+];
+
+/// All of `dataset`'s elements as the bytes of its own file datatype (no conversion:
+/// big-endian and compound elements come back as stored).
+fn read_as_stored(dataset: &Id) -> Vec<u8> {
+    use hdf5_sys::h5d::{H5Dget_space, H5Dget_type};
+    use hdf5_sys::h5s::H5Sget_simple_extent_npoints;
+    use hdf5_sys::h5t::H5Tget_size;
+    // SAFETY: `dataset` is open; the type and space ids are closed by their guards.
+    let (datatype, space) = unsafe {
+        (
+            Id::new(H5Dget_type(dataset.id), H5Tclose, "H5Dget_type"),
+            Id::new(H5Dget_space(dataset.id), H5Sclose, "H5Dget_space"),
+        )
+    };
+    // SAFETY: open ids.
+    let (size, points) = unsafe {
+        (
+            H5Tget_size(datatype.id),
+            H5Sget_simple_extent_npoints(space.id),
+        )
+    };
+    let mut bytes = vec![0u8; size * usize::try_from(points).expect("extent")];
+    // SAFETY: `bytes` has room for every element in the file's own datatype.
+    let status = unsafe {
+        H5Dread(
+            dataset.id,
+            datatype.id,
+            H5S_ALL,
+            H5S_ALL,
+            H5P_DEFAULT,
+            bytes.as_mut_ptr() as *mut c_void,
+        )
+    };
+    check(status, "H5Dread");
+    bytes
+}
+
+#[test]
+fn golden_files_decode_to_their_expected_twins() {
+    let _lock = hdf5();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/hdf5");
+    for file_name in ["karoo-v1-h5py.h5", "karoo-v1-h5repack.h5"] {
+        let file = open_file(&golden.join(file_name));
+        for name in GOLDEN_DATASETS {
+            let dataset = open_dataset(&file, name);
+            assert_eq!(recorded_filter(&dataset).2, "karoo", "{file_name}:{name}");
+            let expected = read_as_stored(&open_dataset(&file, &format!("{name}_expected")));
+            let got = read_as_stored(&dataset);
+            assert!(!got.is_empty(), "{file_name}:{name}");
+            assert!(got == expected, "{file_name}:{name} decodes differently");
+        }
+    }
+}

@@ -2,31 +2,8 @@
 //! array becomes codec parameters. Pure Rust, no HDF5 calls, so it is unit-tested and
 //! fuzzed on its own.
 //!
-//! | index | set by | meaning |
-//! |---|---|---|
-//! | 0 | user | mode: 0 fast (default), 1 archive (entropy coded, smaller and slower) |
-//! | 1 | user | coding: `predictor | map << 8 | coder << 16`, each field 0 = default (see below) |
-//! | 2 | user | threads: 0 all cores (default), at most 1024 |
-//! | 3 | user | time axis (default 0) |
-//! | 4 | user | lag in elements between successive samples of a series; 0 derives it |
-//! | 5 | set_local | cd_values layout version (1) |
-//! | 6 | set_local | element size in bytes |
-//! | 7 | set_local | element class: 0 other, 1 integer, 2 float |
-//! | 8 | set_local | word size coded (1, 2, 4 or 8 bytes) |
-//! | 9 | set_local | words per element (2 for complex numbers) |
-//! | 10 | set_local | chunk rank `r` |
-//! | 11..11+r | set_local | chunk dimensions, slowest first |
-//!
-//! Predictors (low byte of `[1]`): 0 auto (per tile, among previous, parallelogram,
-//! mean of 2 and Lorenzo), 1 previous, 2 parallelogram, 3 Lagrange order 3, 4 Lagrange order
-//! 4, 5 mean of 2, 6 mean of 4, 7 mean of 8, 8 median of 3, 9 median of 5, 10 Holt,
-//! 11 Lorenzo, 12 auto, 13 none (values coded as they are). Residual maps (second byte): 0 auto (by element class), 1 XOR,
-//! 2 rotate-left-one and subtract, 3 subtract. Coders (third byte): 0 default (Rice in
-//! fast mode, context rANS in archive mode), 1 leading-zero bytes (seed 000), 2 bit
-//! planes (ndzip), 3 Rice, 4 context rANS, 5 context Huffman, 6 value dictionary
-//! (seed 003). In archive mode, auto predictor tries all but the medians, each also
-//! with a spatially predicted first row, and the default coder also tries the value
-//! dictionary on the words as they are.
+//! The contract itself (every index, field and value) is defined once, in the options
+//! table of the README ("Options (cd_values)"); this module implements it.
 
 use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
 

@@ -1,9 +1,9 @@
 //! The archive-mode coder: the [`context`](super::context) model's tokens coded with
 //! static rANS, one frequency table per context, raw bits after.
 //!
-//! Coding layout: the context configuration (3 bytes); the tables (bit-packed, padded to
-//! a byte); the rANS stream length (u32, little-endian) and stream; the raw bits to the
-//! end. A table is 1 bit (context unused) or 1 bit, the first and last token present
+//! Coding layout (specified in docs/format.md, "Coder 4: context rANS"): the context
+//! configuration (4 bytes); the tables (bit-packed, padded to a byte); the rANS stream
+//! length (u32, little-endian) and stream; the raw bits to the end. A table is 1 bit (context unused) or 1 bit, the first and last token present
 //! (8 bits each) and a 6-bit quantised count `q` per token in between, 0 for an absent
 //! token: the count is about `2^((q - 1) / 3)`. Encoder and decoder derive the
 //! frequencies from the quantised counts alone (`weight` and [`rans::normalize`]), so

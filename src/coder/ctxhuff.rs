@@ -3,8 +3,9 @@
 //! keeps several tables), each token's raw bits right after its code in one LSB-first
 //! bit stream. Decoding looks up [`MAX_CODE_LEN`] bits at a time.
 //!
-//! Coding layout: the context configuration (3 bytes); each context's code lengths
-//! ([`huffman::write_lengths`]); the bit stream to the end.
+//! Coding layout (specified in docs/format.md, "Coder 5: context Huffman"): the context
+//! configuration (4 bytes); each context's code lengths ([`huffman::write_lengths`]);
+//! the bit stream to the end.
 
 use super::bitio::{BitReader, BitWriter};
 use super::context::{ContextConfig, Model, CONFIG_LEN};

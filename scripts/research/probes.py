@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A/B timing of the core codec on four probe chunks, for revisions of this repository.
+
+Builds `examples/probe.rs` (from the working tree) against each revision, then runs the
+builds interleaved, best of `--rounds` rounds each (machines are shared and noisy: only
+numbers from one run compare), on one thread:
+
+- the generated observation's first 4 MiB chunk (8 time rows, scripts/datasets.py);
+- each shared HERA file's visibilities (pairs of int32), time-major, as one chunk of
+  pairs of 4-byte words (skipped when ../shared/data is absent).
+
+Prints a markdown table of ratio and compress / decompress MB/s, with each revision's
+change against the first. A revision is anything `git rev-parse` takes, or `.` for the
+working tree; `--native` adds the last one built with `-C target-cpu=native`. Other
+revisions are checked out as git worktrees under target/probes (`git worktree prune`
+after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import datasets  # noqa: E402
+
+REPO = datasets.REPO
+WORK = REPO / "target" / "probes"
+
+
+def probe_chunks(out_dir):
+    """[(name, path, rows)] of the probe chunks written as raw pairs of 4-byte words (the
+    HERA files hold pairs of int32; the probe codes every chunk as complex64)."""
+    chunks = [("observation", datasets.meerkat_like()[:8])]
+    for path in datasets.hera_files():
+        time_major = datasets.load_hera(path)[0]
+        chunks.append((path.name.split(".")[1], time_major))
+    written = []
+    for name, array in chunks:
+        path = pathlib.Path(out_dir) / f"{name}.bin"
+        np.ascontiguousarray(array).tofile(path)
+        written.append((name, path, array.shape[0]))
+    return written
+
+
+def build(rev, native=False):
+    """Path of the probe binary built against `rev` (for this CPU alone if `native`)."""
+    if rev == ".":
+        src = REPO
+    else:
+        sha = subprocess.check_output(["git", "rev-parse", "--short", rev], cwd=REPO, text=True).strip()
+        src = WORK / f"src-{sha}"
+        if not src.exists():
+            subprocess.check_call(["git", "worktree", "add", "--detach", "-f", str(src), sha], cwd=REPO)
+        (src / "examples").mkdir(exist_ok=True)
+        (src / "examples" / "probe.rs").write_text((REPO / "examples" / "probe.rs").read_text())
+    target = WORK / "build" if rev != "." else REPO / "target"
+    env = dict(os.environ)
+    if native:
+        target = WORK / "build-native"
+        env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " -C target-cpu=native").strip()
+    subprocess.check_call(
+        ["cargo", "build", "--quiet", "--release", "-p", "karoo", "--example", "probe", "--target-dir", str(target)],
+        cwd=src,
+        env=env,
+    )
+    binary = WORK / f"probe-{rev.replace('/', '_')}{'-native' if native else ''}"
+    binary.write_bytes((target / "release" / "examples" / "probe").read_bytes())
+    binary.chmod(0o755)
+    return binary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("revs", nargs="+", help="revisions to compare (the first is the baseline)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (best kept)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs inside each probe call")
+    parser.add_argument(
+        "--native", action="store_true", help="also the last revision built with -C target-cpu=native"
+    )
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    binaries = {rev: build(rev) for rev in args.revs}
+    if args.native:
+        binaries[args.revs[-1] + " native"] = build(args.revs[-1], native=True)
+    best = {}
+    ratio = {}
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if pathlib.Path("/dev/shm").is_dir() else None) as tmp:
+        chunks = probe_chunks(tmp)
+        for _ in range(args.rounds):
+            for name, path, rows in chunks:
+                for rev, binary in binaries.items():
+                    out = subprocess.check_output([str(binary), str(path), str(rows), str(args.repeats)], text=True)
+                    r, c, d = map(float, re.findall(r"[\d.]+", out))
+                    ratio[name, rev] = r
+                    old = best.get((name, rev), (0.0, 0.0))
+                    best[name, rev] = (max(old[0], c), max(old[1], d))
+    base = args.revs[0]
+    print("| probe | revision | ratio | compress MB/s | decompress MB/s |")
+    print("|---|---|---|---|---|")
+    for name, _, _ in chunks:
+        for rev in binaries:
+            c, d = best[name, rev]
+            bc, bd = best[name, base]
+            change = "" if rev == base else f" ({c / bc - 1:+.0%})", "" if rev == base else f" ({d / bd - 1:+.0%})"
+            print(f"| {name} | {rev} | {ratio[name, rev]:.4f} | {c:.0f}{change[0]} | {d:.0f}{change[1]} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+//! Compatibility: every chunk format ever written keeps decoding, byte for byte.
+//!
+//! `tests/golden/chunks/` holds chunks written by released encoders (one `.karoo` file
+//! each) beside the bytes they decode to (`.raw`), and `manifest.txt` names them with the
+//! format path each one pins: the codings its tiles record (`predictor.map.coder`, the
+//! predictor id with 128 added for a spatially predicted first row), its tile count,
+//! tile dimensions and flags, read from the chunk's own header. The test decodes every
+//! fixture, compares the bytes, and re-reads the header fields and tile codings from the
+//! file, so a fixture cannot silently stop covering the path it was made for.
+//!
+//! The fixtures are written once and never rewritten: `write_missing_golden_chunks`
+//! (ignored; run it by hand) adds the fixtures of new cases and refuses to touch existing
+//! files. To see whether the encoder still writes today's bytes (not a promise, a check
+//! for refactors), point it at an empty directory and compare:
+//! `KAROO_GOLDEN_OUT=/tmp/golden cargo test --release --test compatibility -- --ignored`
+//! then `diff -r /tmp/golden tests/golden/chunks`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use karoo::{compress, decompress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/chunks")
+}
+
+/// The fields of a chunk header this test pins, read at the offsets docs/format.md gives.
+#[derive(Debug, PartialEq, Eq)]
+struct Pinned {
+    version: u8,
+    mode: u8,
+    flags: u8,
+    word_size: u8,
+    rank: u8,
+    time_axis: u8,
+    tiling: [u64; 3],
+    shape: Vec<u64>,
+    codings: Vec<String>,
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+/// Reads the pinned fields of a format-1 chunk.
+fn pinned(chunk: &[u8]) -> Pinned {
+    assert_eq!(&chunk[..4], b"KARO", "magic");
+    let rank = chunk[11];
+    let tiles = u32_at(chunk, 80) as usize;
+    let shape: Vec<u64> = (0..rank as usize)
+        .map(|d| u64_at(chunk, 84 + 8 * d))
+        .collect();
+    let table = 84 + 8 * rank as usize;
+    let sizes: Vec<usize> = (0..tiles)
+        .map(|t| u32_at(chunk, table + 4 * t) as usize)
+        .collect();
+    let mut at = table + 4 * tiles + 4;
+    let mut codings = Vec::new();
+    for size in sizes {
+        let (predictor, packed) = (chunk[at], chunk[at + 1]);
+        codings.push(format!("{predictor}.{}.{}", packed >> 4, packed & 15));
+        at += size;
+    }
+    if chunk[6] & 1 == 0 {
+        assert_eq!(at, chunk.len(), "tile table covers the chunk");
+    }
+    Pinned {
+        version: chunk[4],
+        mode: chunk[5],
+        flags: chunk[6],
+        word_size: chunk[10],
+        rank,
+        time_axis: chunk[12],
+        tiling: [u64_at(chunk, 32), u64_at(chunk, 40), u64_at(chunk, 48)],
+        shape,
+        codings,
+    }
+}
+
+/// One manifest line: the fixture's name and what its header and tiles record.
+fn manifest_line(name: &str, p: &Pinned) -> String {
+    let shape: Vec<String> = p.shape.iter().map(u64::to_string).collect();
+    let tiling: Vec<String> = p.tiling.iter().map(u64::to_string).collect();
+    let codings = if p.codings.is_empty() {
+        "-".to_string()
+    } else {
+        p.codings.join(",")
+    };
+    format!(
+        "{name} v{} mode={} flags={} word={} rank={} time_axis={} shape={} tiling={} tiles={}",
+        p.version,
+        p.mode,
+        p.flags,
+        p.word_size,
+        p.rank,
+        p.time_axis,
+        shape.join("x"),
+        tiling.join("x"),
+        codings
+    )
+}
+
+#[test]
+fn every_golden_chunk_decodes_to_its_bytes() {
+    let dir = golden_dir();
+    let manifest = fs::read_to_string(dir.join("manifest.txt")).expect("golden manifest");
+    let mut checked = 0;
+    for line in manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let name = line.split(' ').next().unwrap();
+        let chunk = fs::read(dir.join(format!("{name}.karoo"))).expect(name);
+        let raw = fs::read(dir.join(format!("{name}.raw"))).expect(name);
+        let decoded = decompress(&chunk).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            decoded == raw,
+            "{name}: decoded bytes differ from {name}.raw"
+        );
+        assert_eq!(manifest_line(name, &pinned(&chunk)), line, "{name}: header");
+        checked += 1;
+    }
+    // Every fixture file is in the manifest, and the manifest is not empty.
+    let files = fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            let path = e.as_ref().unwrap().path();
+            path.extension().is_some_and(|x| x == "karoo")
+        })
+        .count();
+    assert_eq!(files, checked, "every .karoo fixture is in manifest.txt");
+    assert!(checked >= 60, "only {checked} golden chunks");
+}
+
+/// The coverage the fixture set promises: each path appears in some fixture's header.
+#[test]
+fn golden_chunks_cover_every_coding_path() {
+    let manifest = fs::read_to_string(golden_dir().join("manifest.txt")).unwrap();
+    let lines: Vec<&str> = manifest.lines().filter(|l| !l.starts_with('#')).collect();
+    let has = |pred: &dyn Fn(&str) -> bool| lines.iter().any(|l| pred(l));
+    let tile_codings = || {
+        lines
+            .iter()
+            .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
+    };
+    for coder in 1..=7u8 {
+        assert!(
+            tile_codings().any(|c| c.ends_with(&format!(".{coder}"))),
+            "coder {coder}"
+        );
+    }
+    // 12 asks for the automatic choice: tiles record the predictor chosen.
+    for predictor in (1..=11u8).chain([13]) {
+        assert!(
+            tile_codings().any(|c| c.split('.').next() == Some(&predictor.to_string())),
+            "predictor {predictor}"
+        );
+    }
+    for map in 1..=3u8 {
+        assert!(
+            tile_codings().any(|c| c.split('.').nth(1) == Some(&map.to_string())),
+            "map {map}"
+        );
+    }
+    assert!(
+        tile_codings().any(|c| c.split('.').next().and_then(|p| p.parse::<u8>().ok()) >= Some(128)),
+        "spatially predicted first row"
+    );
+    for word in [1, 2, 4, 8] {
+        assert!(
+            has(&|l| l.contains(&format!(" word={word} "))),
+            "word {word}"
+        );
+    }
+    assert!(has(&|l| l.contains(" flags=1 ")), "stored verbatim");
+    assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
+    // Column-split tiles: fewer columns per tile than the row holds.
+    assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
+    assert!(
+        has(&|l| l.contains("multi_plane")),
+        "tiles of several planes"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing new fixtures (by hand, never over existing files)
+// ---------------------------------------------------------------------------------------
+
+/// A small deterministic generator (SplitMix64), so the cases do not depend on a crate's
+/// random stream.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Series along axis 0 of `shape` (time first): random walks around per-series levels,
+/// with noise in the low bits, as visibilities look.
+fn series(shape: &[usize], seed: u64) -> Vec<f64> {
+    let mut rng = SplitMix(seed);
+    let lag: usize = shape[1..].iter().product();
+    let n: usize = shape.iter().product();
+    let mut level: Vec<f64> = (0..lag).map(|_| (rng.unit() - 0.5) * 200.0).collect();
+    (0..n)
+        .map(|i| {
+            let l = &mut level[i % lag];
+            *l += (rng.unit() - 0.5) * 0.5;
+            *l + (rng.unit() - 0.5) * 1e-3
+        })
+        .collect()
+}
+
+fn f32_bytes(values: &[f64]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect()
+}
+
+fn f64_bytes(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// float32 series with special bit patterns sprinkled in: NaN payloads, -0.0, infinities,
+/// denormals.
+fn f32_with_specials(shape: &[usize], seed: u64) -> Vec<u8> {
+    let specials: [u32; 8] = [
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_1234,
+        0xffbf_ffff,
+        0x0000_0001,
+        0x807f_ffff,
+        0x7f80_0001,
+    ];
+    let mut bytes = f32_bytes(&series(shape, seed));
+    for (k, at) in (0..bytes.len() / 4).step_by(37).enumerate() {
+        bytes[4 * at..4 * at + 4].copy_from_slice(&specials[k % specials.len()].to_le_bytes());
+    }
+    bytes
+}
+
+fn int_bytes(values: &[f64], word: usize, scale: f64) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| {
+            let i = (v * scale) as i64;
+            i.to_le_bytes()[..word].to_vec()
+        })
+        .collect()
+}
+
+struct Case {
+    name: String,
+    data: Vec<u8>,
+    params: Params,
+}
+
+fn params(word: usize, shape: &[usize], mode: Mode) -> Params {
+    let mut p = Params::new(word, shape);
+    p.mode = mode;
+    p.threads = 1;
+    p
+}
+
+fn with_coding(mut p: Params, predictor: u32, map: u32, coder: u32) -> Params {
+    p.predictor = Predictor::from_id(predictor);
+    p.residual_map = ResidualMap::from_id(map);
+    p.coder = Coder::from_id(coder);
+    p
+}
+
+/// The format-1 cases: every coder, predictor, map and word size, and the special paths.
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    let mut add =
+        |name: String, data: Vec<u8>, params: Params| out.push(Case { name, data, params });
+    let shape = [24usize, 16, 2];
+    let floats = f32_with_specials(&shape, 1);
+    // Every predictor with patched packing, rotate-subtract; every map with the previous
+    // sample; every coder with the previous sample and with each mode's auto choice.
+    for predictor in 1..=13u32 {
+        let p = with_coding(params(4, &shape, Mode::Fast), predictor, 2, 7);
+        add(format!("v1_f32_predictor{predictor}"), floats.clone(), p);
+    }
+    for map in 1..=3u32 {
+        let p = with_coding(params(4, &shape, Mode::Fast), 1, map, 7);
+        add(format!("v1_f32_map{map}"), floats.clone(), p);
+    }
+    for coder in 1..=7u32 {
+        for (mode, label) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+            let p = with_coding(params(4, &shape, mode), 1, 2, coder);
+            add(format!("v1_f32_coder{coder}_{label}"), floats.clone(), p);
+            let p = with_coding(params(4, &shape, mode), 0, 0, coder);
+            add(
+                format!("v1_f32_coder{coder}_{label}_auto"),
+                floats.clone(),
+                p,
+            );
+        }
+    }
+    // Defaults of both modes at every word size and element kind.
+    let values = series(&[32, 24], 2);
+    let words: [(usize, Vec<u8>, ElementKind, &str); 6] = [
+        (1, int_bytes(&values, 1, 0.5), ElementKind::Other, "u8"),
+        (2, int_bytes(&values, 2, 100.0), ElementKind::Integer, "i16"),
+        (4, f32_bytes(&values), ElementKind::Float, "f32"),
+        (4, int_bytes(&values, 4, 1e4), ElementKind::Integer, "i32"),
+        (8, f64_bytes(&values), ElementKind::Float, "f64"),
+        (8, int_bytes(&values, 8, 1e9), ElementKind::Integer, "i64"),
+    ];
+    for (word, data, element, label) in words {
+        for (mode, m) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+            let mut p = params(word, &[32, 24], mode);
+            p.element = element;
+            add(format!("v1_{label}_{m}_default"), data.clone(), p);
+        }
+    }
+    // Complex numbers: components as their own series, innermost axis for Lorenzo and the
+    // spatially predicted first row (archive mode with few time steps).
+    for (rows, label) in [(2usize, "snapshot"), (16, "series")] {
+        let shape = [rows, 8, 12, 2];
+        let data = f32_bytes(&series(&shape, 3));
+        for (mode, m) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+            let mut p = params(4, &shape, mode);
+            p.components = 2;
+            add(format!("v1_complex64_{label}_{m}"), data.clone(), p.clone());
+            p.predictor = Some(Predictor::Lorenzo);
+            add(format!("v1_complex64_{label}_{m}_lorenzo"), data.clone(), p);
+        }
+        let data = f64_bytes(&series(&shape, 4));
+        let mut p = params(8, &shape, Mode::Archive);
+        p.components = 2;
+        add(format!("v1_complex128_{label}_archive"), data, p);
+    }
+    // Stored verbatim: noise.
+    let mut rng = SplitMix(5);
+    let noise: Vec<u8> = (0..4096).map(|_| rng.next() as u8).collect();
+    add(
+        "v1_noise_stored_fast".into(),
+        noise.clone(),
+        params(4, &[1024], Mode::Fast),
+    );
+    add(
+        "v1_noise_stored_archive".into(),
+        noise,
+        params(4, &[1024], Mode::Archive),
+    );
+    // Few distinct values: the value dictionary (and more than 256 distinct values
+    // under the dictionary coder, which falls back to context rANS).
+    let levels: Vec<f64> = series(&[40, 32], 6)
+        .iter()
+        .map(|v| (v / 8.0).round() * 0.125)
+        .collect();
+    add(
+        "v1_f32_few_values_archive".into(),
+        f32_bytes(&levels),
+        params(4, &[40, 32], Mode::Archive),
+    );
+    add(
+        "v1_f32_dictionary_many_values".into(),
+        f32_bytes(&series(&[40, 32], 7)),
+        with_coding(params(4, &[40, 32], Mode::Archive), 13, 0, 6),
+    );
+    // No prediction (small integers), and the value dictionary proper (few values).
+    let small: Vec<u8> = (0..40 * 32u32)
+        .flat_map(|i| (i.wrapping_mul(2_654_435_761) >> 26).to_le_bytes())
+        .collect();
+    let mut p = with_coding(params(4, &[40, 32], Mode::Fast), 13, 3, 7);
+    p.element = ElementKind::Integer;
+    add("v1_i32_no_prediction".into(), small, p);
+    add(
+        "v1_f32_few_values_dictionary".into(),
+        f32_bytes(&levels),
+        with_coding(params(4, &[40, 32], Mode::Archive), 13, 1, 6),
+    );
+    // Tiles of several planes (time axis 1), an explicit ragged lag, a plane with a short
+    // last row, a single word, an empty chunk.
+    let shape = [6usize, 20, 16];
+    let mut p = params(4, &shape, Mode::Fast);
+    p.time_axis = 1;
+    add(
+        "v1_f32_multi_plane_fast".into(),
+        f32_bytes(&series(&shape, 8)),
+        p.clone(),
+    );
+    p.mode = Mode::Archive;
+    add(
+        "v1_f32_multi_plane_archive".into(),
+        f32_bytes(&series(&shape, 8)),
+        p,
+    );
+    let mut p = params(8, &[700], Mode::Fast);
+    p.lag = 48;
+    add(
+        "v1_f64_ragged_lag_fast".into(),
+        f64_bytes(&series(&[700], 9)),
+        p.clone(),
+    );
+    p.mode = Mode::Archive;
+    add(
+        "v1_f64_ragged_lag_archive".into(),
+        f64_bytes(&series(&[700], 9)),
+        p,
+    );
+    add(
+        "v1_f32_one_word".into(),
+        1.5f32.to_le_bytes().to_vec(),
+        params(4, &[1], Mode::Fast),
+    );
+    add(
+        "v1_empty".into(),
+        Vec::new(),
+        params(4, &[0, 8], Mode::Fast),
+    );
+    // Column-split tiles: planes of more than 2^17 words in rows too long for 64 of them.
+    let shape = [40usize, 4096];
+    let wide = series(&shape, 10);
+    add(
+        "v1_u8_column_tiles_fast".into(),
+        int_bytes(&wide, 1, 1.0),
+        params(1, &shape, Mode::Fast),
+    );
+    let mut p = params(2, &shape, Mode::Archive);
+    p.element = ElementKind::Integer;
+    add(
+        "v1_i16_column_tiles_archive".into(),
+        int_bytes(&wide, 2, 50.0),
+        p,
+    );
+    // Holt, medians and means through archive mode's context Huffman and Rice too.
+    for (predictor, coder) in [(10u32, 5u32), (8, 3), (9, 4), (7, 2), (6, 1)] {
+        let p = with_coding(params(4, &[48, 20], Mode::Archive), predictor, 3, coder);
+        add(
+            format!("v1_f32_p{predictor}_c{coder}_archive"),
+            f32_bytes(&series(&[48, 20], 11)),
+            p,
+        );
+    }
+    out
+}
+
+/// Writes the fixtures of cases that have none yet (to `KAROO_GOLDEN_OUT` if set), and
+/// appends their manifest lines. Never overwrites a file.
+#[test]
+#[ignore = "writes golden fixtures; run by hand when adding a format case"]
+fn write_missing_golden_chunks() {
+    let dir = std::env::var_os("KAROO_GOLDEN_OUT").map_or_else(golden_dir, PathBuf::from);
+    fs::create_dir_all(&dir).unwrap();
+    let manifest_path = dir.join("manifest.txt");
+    let mut manifest = fs::read_to_string(&manifest_path).unwrap_or_else(|_| {
+        "# name version mode flags word rank time_axis shape tiling tiles(predictor.map.coder)\n"
+            .to_string()
+    });
+    for case in cases() {
+        let chunk_path = dir.join(format!("{}.karoo", case.name));
+        if chunk_path.exists() {
+            continue;
+        }
+        let chunk = compress(&case.data, &case.params).expect(&case.name);
+        assert_eq!(decompress(&chunk).unwrap(), case.data, "{}", case.name);
+        fs::write(dir.join(format!("{}.raw", case.name)), &case.data).unwrap();
+        fs::write(&chunk_path, &chunk).unwrap();
+        writeln!(manifest, "{}", manifest_line(&case.name, &pinned(&chunk))).unwrap();
+    }
+    fs::write(manifest_path, manifest).unwrap();
+}
