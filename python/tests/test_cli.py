@@ -138,3 +138,14 @@ def test_bench_on_a_shared_file_suggests_a_lag_for_the_blt_axis():
     out = run("bench", "-q", "--repeats", "1", f"{path}:Data/visdata").stdout
     assert "| karoo fast |" in out
     assert "lag=" in out and "UVH5 time-major blt axis" in out
+
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "tests" / "golden" / "hdf5"
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.h5")), ids=lambda p: p.name)
+def test_verify_and_inspect_the_golden_files(path):
+    done = run("verify", path)
+    assert done.stdout.startswith(f"{path}: ") and " karoo chunks in " in done.stdout
+    assert int(done.stdout.split(": ")[1].split()[0]) > 0
+    assert "karoo(mode=" in run("inspect", "-q", path).stdout
