@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::format::{self, Header, FLAG_STORED};
 use crate::layout::{Geometry, Tile};
 use crate::params::{spatial, Candidates, ElementKind, Params};
-use crate::residual::ResidualMap;
 use crate::pool::{self, map_shared};
+use crate::residual::ResidualMap;
 use crate::tile::{self, RowSegments, Spatial, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Compresses one chunk of `data` described by `params`.
