@@ -166,7 +166,9 @@ MPI_SCRIPT = textwrap.dedent("""
         stored = f["vis"].id.get_storage_size()
     assert back.tobytes() == data.tobytes(), "read back differs"
     assert stored < data.nbytes
-    print(f"rank {comm.rank} ok")
+    oks = comm.gather(True, root=0)
+    if comm.rank == 0:
+        print(f"ranks ok: {len(oks)}")
 """)
 
 
@@ -199,7 +201,7 @@ def test_mpirun_np2_collective_write_of_a_karoo_dataset(tmp_path):
     done = subprocess.run([mpirun, "-np", "2", python, str(script), str(tmp_path / "mpi.h5")],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(line for line in done.stdout.splitlines() if line.startswith("rank")) == ["rank 0 ok", "rank 1 ok"]
+    assert "ranks ok: 2" in done.stdout.splitlines()
     # and the file is an ordinary karoo file for the serial h5py of the venv
     with h5py.File(tmp_path / "mpi.h5", "r") as f:
         assert karoo.Karoo.from_dataset(f["vis"]) == karoo.Karoo()
