@@ -55,3 +55,59 @@ def load_hera(path):
     order = np.argsort(times, kind="stable")
     time_major = vis[order].reshape((ntimes, -1) + vis.shape[1:])
     return time_major, vis, time_major.shape[1]
+
+
+DATA_DIR = REPO.parent / "shared" / "data"
+
+
+def uvh5_files(data_dir=DATA_DIR):
+    """Paths of every UVH5 file under `data_dir` (default ../shared/data), sorted by path;
+    an empty list when the folder is absent."""
+    data_dir = pathlib.Path(data_dir)
+    return sorted(data_dir.rglob("*.uvh5")) if data_dir.is_dir() else []
+
+
+def scaled_int16_spectra(ntime=32, nbl=28, nchan=1024, complex_=True, seed=2027):
+    """Spectrometer output stored as 16-bit integers times a per-spectrum scale, as the SMA
+    and other digital spectrometers write it: (time, baseline, channel).
+
+    Each spectrum of a MeerKAT-like cube (complex cross-spectra, or their amplitudes when
+    `complex_` is false) is scaled so its largest component fills int16, rounded to
+    integers, and stored as float32 integer * float32 scale[time, baseline]: floats that
+    carry about 16 bits of information and repeat values.
+    """
+    vis = meerkat_like(ntime=ntime, nchan=nchan, ncorr=nbl, seed=seed).transpose(0, 2, 1)
+    values = vis if complex_ else np.abs(vis)
+    parts = [values.real, values.imag] if complex_ else [values]
+    peak = np.max([np.abs(p).max(axis=-1) for p in parts], axis=0)
+    scale = (np.where(peak > 0, peak, 1) / 32767).astype(np.float32)[..., None]
+    quantised = [np.round(p / scale).astype(np.int16).astype(np.float32) * scale for p in parts]
+    if not complex_:
+        return np.ascontiguousarray(quantised[0])
+    out = np.empty(vis.shape, dtype=np.complex64)
+    out.real, out.imag = quantised
+    return out
+
+
+def snapshot(nbl=351, nchan=256, seed=2028):
+    """One integration of (1, baseline, channel, polarisation) complex64 visibilities with
+    four polarisation products XX, XY, YX, YY: parallel hands carry a bandpass and fringe,
+    the cross-hands 1% leakage, all thermal noise; band edges, three RFI channel ranges
+    and 2% of the baselines are flagged and stored as zeros."""
+    rng = np.random.default_rng(seed)
+    chan = np.linspace(-1, 1, nchan, dtype=np.float32)[None, :]
+    amp = rng.uniform(0.5, 2.0, size=(nbl, 1)).astype(np.float32) * (1 - 0.5 * chan**2)
+    phase = rng.normal(0, 3, size=(nbl, 1)).astype(np.float32) * chan * np.pi
+    signal = amp * np.exp(1j * phase)
+    gain = rng.uniform(0.8, 1.2, size=(nbl, 1))
+    leak = 0.01 * rng.standard_normal((nbl, 1)) * np.exp(1j * rng.uniform(0, 2 * np.pi, (nbl, 1)))
+    pols = np.stack([signal, leak * signal, np.conj(leak) * signal, gain * signal], axis=-1)
+    noise = 0.05 * (rng.standard_normal(pols.shape) + 1j * rng.standard_normal(pols.shape))
+    vis = (pols + noise).astype(np.complex64)
+    edge = max(1, nchan // 20)
+    vis[:, :edge] = 0
+    vis[:, -edge:] = 0
+    for start in rng.integers(edge, nchan - edge - 8, size=3):
+        vis[:, start:start + rng.integers(2, 9)] = 0
+    vis[rng.random(nbl) < 0.02] = 0
+    return vis[None]

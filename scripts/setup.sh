@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-apt_pkgs=(libhdf5-dev hdf5-tools pkg-config python3-venv)
+# openmpi-bin and python3-h5py-mpi: the parallel HDF5 (mpirun) test of the Python package.
+# gcc-aarch64-linux-gnu: the aarch64 portability check (scripts/test.sh) compiles zstd's C sources.
+apt_pkgs=(libhdf5-dev hdf5-tools pkg-config python3-venv openmpi-bin python3-h5py-mpi gcc-aarch64-linux-gnu)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -34,7 +36,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating Python venv in $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import h5py, hdf5plugin, numpy, pytest, matplotlib" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import h5py, hdf5plugin, numpy, pytest, matplotlib, netCDF4, h5netcdf, \
+    pyuvdata, zarr, numcodecs, xarray, dask, distributed, click, tqdm" >/dev/null 2>&1; then
   echo "setup: installing Python packages"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -r scripts/requirements.txt

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # All tests: set up (first run only), lint, docs, the aarch64 build, the Rust tests (codec,
 # plugin, Debian HDF5 1.10 via hdf5-sys; again on the portable and the AVX2 paths, and
-# with overflow checks), then the tests through h5py (HDF5 2.0) and the HDF5 1.10 tools.
+# with overflow checks), then the tests through h5py (HDF5 2.0) and the HDF5 1.10 tools,
+# and the Python package (pip install ., h5py, netCDF4, pyuvdata, Zarr, Dask, mpirun).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -26,6 +27,9 @@ if readelf -d target/release/libh5karoo.so | grep -i 'NEEDED.*hdf5'; then
 fi
 echo "== pytest (h5py + HDF5 tools)"
 HDF5_PLUGIN_PATH="$PWD/target/release" .venv/bin/python -m pytest -q h5tests/python "$@"
+echo "== Python package: pip install ., then its tests without HDF5_PLUGIN_PATH"
+.venv/bin/pip install -q .
+env -u HDF5_PLUGIN_PATH .venv/bin/python -m pytest -q -rs python/tests "$@"
 echo "== demo (small)"
 .venv/bin/python scripts/demo.py --ntime 16 --nchan 512 --repeats 1 >/dev/null
 echo "all tests passed"

@@ -6,8 +6,14 @@
 //! heap, or maps big blocks separately): page faults on every byte written, which halved
 //! the write throughput through h5py in measurements that depended only on the host's
 //! earlier allocations. Buffers taken from here and given back keep their pages.
+//!
+//! The pool is per process: a forked child starts with an empty one (another thread may
+//! have held the parent's lock at fork time, and then no thread of the child ever
+//! releases it).
 
 use std::sync::Mutex;
+
+use crate::process_local::ProcessLocal;
 
 /// Buffers smaller than this are not worth pooling.
 const MIN_POOLED_CAPACITY: usize = 64 << 10;
@@ -54,17 +60,17 @@ impl Pool {
     }
 }
 
-static POOL: Pool = Pool::new();
+static POOL: ProcessLocal<Pool> = ProcessLocal::new(Pool::new);
 
 /// An empty buffer with room for at least `capacity` bytes: a pooled one when one is
 /// large enough, else a new one.
 pub fn take(capacity: usize) -> Vec<u8> {
-    POOL.take(capacity)
+    POOL.get().take(capacity)
 }
 
 /// Hands `buffer` back for reuse (dropped when it is small or the pool is full).
 pub fn give(buffer: Vec<u8>) {
-    POOL.give(buffer)
+    POOL.get().give(buffer)
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! Compressing a chunk: tiling, parallel tile coding, header, checksum and the
 //! verbatim fallback for incompressible data.
 
+use crate::axis::{self, Axis};
 use crate::buffers;
 use crate::checksum;
 use crate::error::Result;
 use crate::format::{Header, FLAG_STORED};
 use crate::layout::{Geometry, Spatial, Tile};
-use crate::params::Params;
+use crate::params::{ElementKind, Params};
 use crate::pool::{self, map_shared};
+use crate::predict::residual::ResidualMap;
 use crate::tile::{self, Candidates};
 
 /// Compresses one chunk of `data` described by `params`.
@@ -94,8 +96,9 @@ struct Plan {
 impl Plan {
     fn new(data: &[u8], params: &Params) -> Result<Plan> {
         let shape = params.validate(data.len())?;
-        let geometry = Geometry::from_shape(&shape, params.time_axis, params.lag)?;
-        let spatial = Spatial::of_shape(&shape, params.time_axis, params.components);
+        let axis = choose_axis(data, &shape, params);
+        let geometry = Geometry::from_shape(&shape, axis.time_axis, axis.lag)?;
+        let spatial = Spatial::of_shape(&shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {
             mode: params.mode.id(),
@@ -104,7 +107,7 @@ impl Plan {
             residual_map: params.residual_map.map_or(0, |m| m.id()),
             coder: candidates.coder.id(),
             word_size: params.word_size as u8,
-            time_axis: params.time_axis as u8,
+            time_axis: axis.time_axis as u8,
             decoded_size: data.len() as u64,
             lag: geometry.lag as u64,
             tiling: geometry.tiling,
@@ -228,6 +231,27 @@ impl Plan {
         self.header.write(&mut out);
         out.extend_from_slice(data);
         out
+    }
+}
+
+/// The axis the chunk's series run along: the caller's time axis and lag, unless a
+/// sample shows another axis predicts clearly better (see [`axis::choose`]).
+fn choose_axis(data: &[u8], shape: &[usize], params: &Params) -> Axis {
+    let hint = Axis {
+        time_axis: params.time_axis,
+        lag: params.lag,
+    };
+    let map = params.residual_map.unwrap_or(match params.element {
+        ElementKind::Float => ResidualMap::RotateSubtract,
+        ElementKind::Integer => ResidualMap::Subtract,
+        ElementKind::Other => ResidualMap::Xor,
+    });
+    let c = params.components;
+    match params.word_size {
+        1 => axis::choose::<u8>(data, shape, c, hint, map),
+        2 => axis::choose::<u16>(data, shape, c, hint, map),
+        4 => axis::choose::<u32>(data, shape, c, hint, map),
+        _ => axis::choose::<u64>(data, shape, c, hint, map),
     }
 }
 

@@ -46,16 +46,25 @@ pub struct Spatial {
 }
 
 impl Spatial {
-    /// Lorenzo's neighbour along the innermost element axis of `shape` (words), when
-    /// that axis comes after the time axis; `components` words make one element.
+    /// Lorenzo's neighbour along the innermost element axis of `shape` (words) with more
+    /// than one element, when that axis comes after the time axis; `components` words
+    /// make one element. Trailing axes of one element (HDF5's real numbers carry a
+    /// component axis of length 1) are looked through.
     pub fn of_shape(shape: &[usize], time_axis: usize, components: usize) -> Spatial {
         let element_rank = shape.len() - usize::from(components > 1);
-        match element_rank.checked_sub(1) {
-            Some(inner) if inner > time_axis && shape[inner] > 0 => Spatial {
-                stride: components,
-                run: shape[inner] * components,
-            },
-            _ => Spatial::default(),
+        let Some(mut inner) = element_rank.checked_sub(1) else {
+            return Spatial::default();
+        };
+        while inner > time_axis && shape[inner] == 1 {
+            inner -= 1;
+        }
+        if inner <= time_axis || shape[inner] == 0 {
+            return Spatial::default();
+        }
+        let stride: usize = shape[inner + 1..].iter().product();
+        Spatial {
+            stride,
+            run: shape[inner] * stride,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! ```
 
 mod archive;
+mod axis;
 mod bits;
 mod buffers;
 mod checksum;
@@ -29,6 +30,7 @@ mod layout;
 mod params;
 mod pool;
 mod predict;
+mod process_local;
 mod tile;
 mod word;
 
@@ -36,8 +38,9 @@ pub use coder::Coder;
 pub use compress::{compress, compress_parts, recycle, Packed};
 pub use decompress::{decoded_len, decompress, decompress_into, decompress_with, Chunk};
 pub use error::{Error, Result};
+pub use format::MAX_RANK;
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
-pub use pool::MAX_POOLS;
+pub use pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
 

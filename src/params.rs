@@ -175,6 +175,11 @@ impl Params {
             coder,
             greedy: archive,
             try_alternatives: archive && self.coder.is_none(),
+            generic: self.coder.is_none().then_some(if archive {
+                Coder::ShuffledZstd
+            } else {
+                Coder::ShuffledLz4
+            }),
         }
     }
 

@@ -3,18 +3,32 @@
 //! than the machine has cores gets one per core (the output never depends on the
 //! count), and at most [`MAX_POOLS`] pools are kept, so no pattern of requests can make
 //! the process accumulate threads.
+//!
+//! The environment variable [`THREADS_VARIABLE`] overrides every request. The pools, the
+//! core count and the override are per process: a child forked after the parent used
+//! its pools builds its own (the parent's workers do not exist in the child).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::sync::LazyLock;
+
+use crate::params::MAX_THREADS;
+use crate::process_local::ProcessLocal;
 
 /// Most pools kept at once; building a new one beyond this drops the others (jobs
 /// running on them keep them alive until they finish).
 pub const MAX_POOLS: usize = 4;
 
-static POOLS: LazyLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = LazyLock::new(Default::default);
+/// Environment variable whose value, a whole number of threads from 1 to
+/// [`MAX_THREADS`], replaces the thread count of every compression and decompression
+/// (0 or unset: the count asked for). Read once per process, at the first chunk coded.
+pub const THREADS_VARIABLE: &str = "KAROO_NUM_THREADS";
+
+/// This process's pools, by worker count.
+static POOLS: ProcessLocal<Mutex<HashMap<usize, Arc<ThreadPool>>>> =
+    ProcessLocal::new(Default::default);
 
 /// `work` applied to every item, in item order, on `threads` threads (0 = all cores):
 /// the calling thread and `threads - 1` pool workers, each taking the next item as soon
@@ -64,19 +78,66 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The machine's cores, asked once: the query reads the process's affinity and cgroup
-/// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
-/// for every chunk.
-static CORES: LazyLock<usize> =
-    LazyLock::new(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+/// What bounds the thread count in this process, found once.
+struct Limits {
+    /// The cores this process may use: the query reads the process's affinity and cgroup
+    /// quota files (about 25 microseconds, 21 system calls, measured), too slow to repeat
+    /// for every chunk.
+    cores: usize,
+    /// [`THREADS_VARIABLE`]'s count, if it is set to one.
+    forced: Option<usize>,
+}
 
-/// Threads a request for `threads` gets (0 = all cores; at most one per core).
-fn participants(threads: usize) -> usize {
-    if threads == 0 {
-        *CORES
-    } else {
-        threads.min(*CORES)
+static LIMITS: ProcessLocal<Limits> = ProcessLocal::new(|| Limits {
+    cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    forced: forced_threads(),
+});
+
+/// [`THREADS_VARIABLE`]'s thread count; a value that is not one is ignored, with a
+/// warning on stderr.
+fn forced_threads() -> Option<usize> {
+    let value = std::env::var_os(THREADS_VARIABLE)?;
+    parse_forced(&value.to_string_lossy()).unwrap_or_else(|warning| {
+        // Nothing to do if stderr is gone.
+        let _ = writeln!(std::io::stderr(), "{warning}");
+        None
+    })
+}
+
+/// The thread count in a value of [`THREADS_VARIABLE`]: `None` for 0 or an empty value,
+/// a warning for anything but a whole number from 0 to [`MAX_THREADS`].
+fn parse_forced(value: &str) -> Result<Option<usize>, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
     }
+    match trimmed.parse::<usize>() {
+        Ok(0) => Ok(None),
+        Ok(n) if n <= MAX_THREADS => Ok(Some(n)),
+        _ => Err(format!(
+            "karoo: ignoring {THREADS_VARIABLE}={value:?}: expected a whole number of threads \
+             from 0 to {MAX_THREADS} (0 = the count asked for)"
+        )),
+    }
+}
+
+/// Threads a request for `threads` gets: [`THREADS_VARIABLE`]'s count when set, else
+/// `threads` (0 = all cores); at most one per core.
+fn participants(threads: usize) -> usize {
+    let limits = LIMITS.get();
+    match limits.forced.unwrap_or(threads) {
+        0 => limits.cores,
+        n => n.min(limits.cores),
+    }
+}
+
+/// The most threads that coding or decoding a chunk with `threads` (as in
+/// [`Params::threads`](crate::Params::threads) or [`decompress_with`](crate::decompress_with))
+/// uses in this process: the count in the environment variable `KAROO_NUM_THREADS` when
+/// it is set to 1 to [`MAX_THREADS`], else `threads` (0 = all cores); never more than the
+/// cores the process may use. A chunk with fewer tiles uses fewer.
+pub fn effective_threads(threads: usize) -> usize {
+    participants(threads)
 }
 
 /// Whether [`map_shared`] with `threads` would share `count` items between threads (if
@@ -87,7 +148,7 @@ pub fn runs_in_parallel(threads: usize, count: usize) -> bool {
 
 /// The pool of `threads` workers, built on first use.
 fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
-    let mut pools = lock(&POOLS);
+    let mut pools = lock(POOLS.get());
     if let Some(pool) = pools.get(&threads) {
         return Some(pool.clone());
     }

@@ -19,12 +19,17 @@ impl Bytes<'_> {
     }
 }
 
-/// Float32 words `i * 0.5 + t` of a series that changes slowly along time (axis 0).
+/// Float32 words of series that change slowly along time (axis 0), with noise in the
+/// low bits (not integers times a scale, which the encoder would code as such).
 fn ramp(shape: &[usize]) -> Vec<u8> {
     let lag: usize = shape[1..].iter().product();
     let n: usize = shape.iter().product();
     (0..n)
-        .flat_map(|i| ((i % lag) as f32 * 0.5 + (i / lag) as f32).to_le_bytes())
+        .flat_map(|i| {
+            // Unrelated levels across series, slow drift along time: time is the axis.
+            let series = ((i % lag) as u32).wrapping_mul(2_654_435_761) as f32 * 1e-6;
+            (series + (i / lag) as f32 * 1.001).to_le_bytes()
+        })
         .collect()
 }
 

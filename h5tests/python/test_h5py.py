@@ -137,7 +137,7 @@ def test_time_axis_and_explicit_lag(tmp_path):
 @pytest.mark.parametrize(
     "opts, message",
     [
-        ((1, 8 << 16), "karoo: unknown residual coder 8 in cd_values[1] (0 to 7)"),
+        ((1, 10 << 16), "karoo: unknown residual coder 10 in cd_values[1] (0 to 9)"),
         ((5,), "karoo: unknown mode 5 in cd_values[0]"),
         ((0, 42), "karoo: unknown predictor 42 in cd_values[1]"),
         ((0, 0, 10**9), "karoo: 1000000000 threads in cd_values[2]; at most 1024 allowed"),

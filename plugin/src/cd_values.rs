@@ -4,6 +4,11 @@
 //!
 //! The contract itself (every index, field and value) is defined once, in the options
 //! table of the README ("Options (cd_values)"); this module implements it.
+//!
+//! A dataset is created with at most the five user values, or with a complete array
+//! `set_local` wrote for another dataset (a copied property list: h5repack, `H5Pcopy`),
+//! whose user part is kept and whose rest is derived again; anything else is refused
+//! (see [`creation_options`]).
 
 use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
 
@@ -145,6 +150,22 @@ impl UserOptions {
         }
         Ok(())
     }
+}
+
+/// The user's options in the cd_values a dataset is being created with: at most
+/// [`USER_VALUES`] values, or a complete array `set_local` wrote (for the dataset whose
+/// property list was copied; its layout part is derived again for the new one).
+/// Anything longer is refused: `set_local` would overwrite the extra values.
+pub fn creation_options(values: &[u32]) -> Result<UserOptions, String> {
+    let user = UserOptions::parse(values)?;
+    if values.len() > USER_VALUES && FilterConfig::from_values(values).is_err() {
+        return Err(format!(
+            "{} cd_values given; users set at most the first {USER_VALUES} (mode, coding, \
+             threads, time axis, lag), karoo appends the others itself",
+            values.len()
+        ));
+    }
+    Ok(user)
 }
 
 impl FilterConfig {
@@ -318,8 +339,8 @@ mod tests {
             "unknown residual map 4 in cd_values[1] (0 to 3)"
         );
         assert_eq!(
-            UserOptions::parse(&[0, 9 << 16]).unwrap_err(),
-            "unknown residual coder 9 in cd_values[1] (0 to 7)"
+            UserOptions::parse(&[0, 10 << 16]).unwrap_err(),
+            "unknown residual coder 10 in cd_values[1] (0 to 9)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),
@@ -348,6 +369,35 @@ mod tests {
         assert_eq!(
             user.check_chunk(&[4, 4]).unwrap_err(),
             "lag 17 in cd_values[4] exceeds the 16 elements of one chunk along the time axis"
+        );
+    }
+
+    #[test]
+    fn creation_takes_user_values_or_a_complete_array_and_refuses_the_rest() {
+        let full = complex64_config().to_values();
+        assert_eq!(creation_options(&[1, 0, 2]).unwrap().mode, Mode::Archive);
+        assert_eq!(creation_options(&full).unwrap(), complex64_config().user);
+        for values in [
+            &[0, 0, 0, 0, 0, 1, 99, 7][..],
+            &[0, 0, 0, 0, 0, 0],
+            &full[..full.len() - 1],
+        ] {
+            assert_eq!(
+                creation_options(values).unwrap_err(),
+                format!(
+                    "{} cd_values given; users set at most the first 5 (mode, coding, \
+                     threads, time axis, lag), karoo appends the others itself",
+                    values.len()
+                )
+            );
+        }
+        let mut future = full.clone();
+        future[5] = LAYOUT_VERSION + 1;
+        assert!(creation_options(&future).is_err());
+        // The user part's own errors come first.
+        assert_eq!(
+            creation_options(&[9, 0, 0, 0, 0, 1]).unwrap_err(),
+            "unknown mode 9 in cd_values[0] (0 = fast, 1 = archive)"
         );
     }
 

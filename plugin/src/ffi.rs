@@ -16,6 +16,8 @@ pub type Hsize = u64;
 pub const H5PL_TYPE_FILTER: c_int = 0;
 /// `H5Z_CLASS_T_VERS`: version of `H5Z_class2_t`.
 pub const H5Z_CLASS_T_VERS: c_int = 1;
+/// `H5Z_FLAG_OPTIONAL`: the filter may fail on a chunk, which is then stored as it is.
+pub const H5Z_FLAG_OPTIONAL: c_uint = 0x0001;
 /// `H5Z_FLAG_REVERSE`: the filter callback is asked to decode.
 pub const H5Z_FLAG_REVERSE: c_uint = 0x0100;
 /// `H5E_DEFAULT`: the thread's default error stack.
@@ -28,12 +30,16 @@ pub mod type_class {
     pub const INTEGER: c_int = 0;
     /// Floating-point types.
     pub const FLOAT: c_int = 1;
+    /// Strings (fixed or variable length).
+    pub const STRING: c_int = 3;
     /// Bit fields.
     pub const BITFIELD: c_int = 4;
     /// Compound (struct) types.
     pub const COMPOUND: c_int = 6;
     /// Enumerations.
     pub const ENUM: c_int = 8;
+    /// Variable-length sequences.
+    pub const VLEN: c_int = 9;
     /// Fixed-size arrays.
     pub const ARRAY: c_int = 10;
 }

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::cd_values::{ElementLayout, FilterConfig, UserOptions};
-use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_REVERSE};
+use crate::cd_values::{creation_options, ElementLayout, FilterConfig, USER_VALUES};
+use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_OPTIONAL, H5Z_FLAG_REVERSE};
 use crate::hdf5::{hdf5, zero_fill, Minor};
 use crate::FILTER_ID;
 
@@ -48,22 +48,45 @@ fn guarded<T>(
     failure
 }
 
+/// Why karoo refuses variable-length data as a mandatory filter.
+pub const VARIABLE_LENGTH_REFUSAL: &str = "karoo: variable-length data (strings, sequences) \
+    cannot be compressed: the chunks hold only references to the heap; add karoo as an \
+    optional filter (h5py does) to store such datasets unfiltered";
+
 /// `can_apply`: accepts the dataset if the user's cd_values and the chunk fit together.
+/// Variable-length data is accepted as an optional filter (which then passes the chunks
+/// through) and refused as a mandatory one, as HDF5 1.10.8 and later do themselves (then
+/// never asking karoo).
 ///
 /// # Safety
 /// Called by HDF5 with valid property list and datatype ids.
 pub unsafe extern "C" fn can_apply(dcpl: Hid, type_id: Hid, _space: Hid) -> Htri {
     guarded("karoo_can_apply", Minor::CanApply, -1, || {
         let api = hdf5();
-        let (_, values) = api.filter_values(dcpl, FILTER_ID)?;
-        let user = UserOptions::parse(&values)?;
+        let (flags, values) = api.filter_values(dcpl, FILTER_ID)?;
+        let user = creation_options(&values)?;
         user.check_chunk(&api.chunk_dims(dcpl)?)?;
+        if is_variable_length(type_id)? {
+            if flags & H5Z_FLAG_OPTIONAL != 0 {
+                return Ok(1);
+            }
+            let location = std::panic::Location::caller();
+            api.push_error(
+                Minor::CanApply,
+                "karoo_can_apply",
+                location,
+                VARIABLE_LENGTH_REFUSAL,
+            );
+            return Ok(0);
+        }
         element_layout(type_id)?;
         Ok(1)
     })
 }
 
-/// `set_local`: appends the element layout and chunk shape to the user's cd_values.
+/// `set_local`: appends the element layout and chunk shape to the user's cd_values (a
+/// complete array copied from another dataset has its layout part derived again).
+/// Variable-length data keeps only the user's values: the filter passes it through.
 ///
 /// # Safety
 /// Called by HDF5 with valid property list and datatype ids.
@@ -71,7 +94,12 @@ pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr
     guarded("karoo_set_local", Minor::SetLocal, -1, || {
         let api = hdf5();
         let (flags, values) = api.filter_values(dcpl, FILTER_ID)?;
-        let user = UserOptions::parse(&values)?;
+        let user = creation_options(&values)?;
+        if is_variable_length(type_id)? {
+            let kept = &user.raw[..values.len().min(USER_VALUES)];
+            api.set_filter_values(dcpl, FILTER_ID, flags, kept)?;
+            return Ok(0);
+        }
         let chunk = api.chunk_dims(dcpl)?;
         user.check_chunk(&chunk)?;
         if chunk.iter().any(|&d| d > u64::from(u32::MAX)) {
@@ -131,7 +159,17 @@ pub unsafe extern "C" fn filter(
             // (`decode_into_regions`' contract).
             unsafe { output.assume_init() }
         } else {
-            let config = config.map_err(|e| format!("cannot compress: {e}"))?;
+            let config = match config {
+                Ok(config) => config,
+                // HDF5 did not run set_local: it skips it for data on which it ignores
+                // optional filters (variable-length types, HDF5 1.10.8 and later), and
+                // karoo's set_local leaves such data alone on older versions. Declining
+                // makes HDF5 store the chunk as it is, silently.
+                Err(_) if values.len() <= USER_VALUES && flags & H5Z_FLAG_OPTIONAL != 0 => {
+                    return Ok(0)
+                }
+                Err(e) => return Err(format!("cannot compress: {e}")),
+            };
             let packed =
                 karoo::compress_parts(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
             check_output_len(packed.len(), nbytes)?;
@@ -161,6 +199,17 @@ fn check_output_len(len: usize, input: usize) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Whether elements of datatype `type_id` are variable-length (sequences or strings),
+/// which the chunks hold as references to data stored elsewhere in the file.
+fn is_variable_length(type_id: Hid) -> Result<bool, String> {
+    let api = hdf5();
+    match api.type_class_size(type_id)?.0 {
+        type_class::VLEN => Ok(true),
+        type_class::STRING => api.is_variable_string(type_id),
+        _ => Ok(false),
+    }
 }
 
 /// Karoo's word layout for elements of datatype `type_id`.

@@ -1,15 +1,15 @@
-//! HDF5 functions resolved at run time from the libhdf5 already loaded in the process.
+//! HDF5 functions resolved at run time from a libhdf5 already loaded in the process.
 //!
 //! The plugin has no link-time dependency on libhdf5: the same `.so` serves Debian's
-//! HDF5 1.10 tools and h5py's privately loaded HDF5 2.0. The loaded objects are walked
-//! with `dl_iterate_phdr`; the first libhdf5 found that exports the needed functions is
-//! used, and the process-wide symbol scope is the fallback (static builds).
+//! HDF5 1.10 tools and h5py's privately loaded HDF5 2.0. Which library is used is
+//! `binding`'s choice (the one that loaded the plugin, or the one named by
+//! `karoo_init_filter`); when neither is known, the loaded objects are walked with
+//! `dl_iterate_phdr`, the first libhdf5 found that exports the needed functions is used,
+//! and the process-wide symbol scope is the fallback (static builds).
 
 use std::ffi::{c_void, CStr, CString};
 use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int, c_uint};
-
-use std::sync::LazyLock;
 
 use crate::ffi::{Herr, Hid, Hsize, H5E_DEFAULT};
 
@@ -35,6 +35,17 @@ type GetFilterFn = unsafe extern "C" fn(
     *mut c_char,
     *mut c_uint,
 ) -> Herr;
+type NFiltersFn = unsafe extern "C" fn(Hid) -> c_int;
+type GetFilter2Fn = unsafe extern "C" fn(
+    Hid,
+    c_uint,
+    *mut c_uint,
+    *mut usize,
+    *mut c_uint,
+    usize,
+    *mut c_char,
+    *mut c_uint,
+) -> c_int;
 type ModifyFilterFn = unsafe extern "C" fn(Hid, c_int, c_uint, usize, *const c_uint) -> Herr;
 type TypeIntFn = unsafe extern "C" fn(Hid) -> c_int;
 type TypeSizeFn = unsafe extern "C" fn(Hid) -> usize;
@@ -68,6 +79,8 @@ pub struct Hdf5 {
     minor_callback: Option<*const Hid>,
     get_chunk: Option<GetChunkFn>,
     get_filter: Option<GetFilterFn>,
+    nfilters: Option<NFiltersFn>,
+    get_filter2: Option<GetFilter2Fn>,
     modify_filter: Option<ModifyFilterFn>,
     type_class: Option<TypeIntFn>,
     type_size: Option<TypeSizeFn>,
@@ -75,6 +88,7 @@ pub struct Hdf5 {
     type_member: Option<MemberIdFn>,
     type_member_offset: Option<MemberSizeFn>,
     type_super: Option<TypeIdFn>,
+    type_is_variable_str: Option<TypeIntFn>,
     type_close: Option<CloseFn>,
     allocate: Option<AllocateFn>,
     free: Option<FreeFn>,
@@ -86,18 +100,17 @@ unsafe impl Send for Hdf5 {}
 // SAFETY: as above; nothing in it is mutated after resolution.
 unsafe impl Sync for Hdf5 {}
 
-static HDF5: LazyLock<Hdf5> = LazyLock::new(Hdf5::resolve);
-
-/// The process's HDF5 library, resolved on first use.
+/// The HDF5 library of the code running now (see `binding`).
 pub fn hdf5() -> &'static Hdf5 {
-    &HDF5
+    crate::binding::current()
 }
 
-/// A handle to look symbols up in.
-struct Library(*mut c_void);
+/// A handle to look symbols up in (a `dlopen` handle, or `RTLD_DEFAULT`).
+pub struct Library(pub *mut c_void);
 
 impl Library {
-    fn symbol(&self, name: &str) -> *mut c_void {
+    /// The address of `name` in the library or its dependencies, or null.
+    pub fn symbol(&self, name: &str) -> *mut c_void {
         let name = CString::new(name).expect("symbol names have no NUL");
         // SAFETY: the handle is a valid dlopen handle (or RTLD_DEFAULT) and the name a
         // valid C string; dlsym only reads them.
@@ -161,7 +174,8 @@ fn loaded_hdf5_paths() -> Vec<CString> {
     found
 }
 
-fn find_library() -> Library {
+/// The first libhdf5 loaded in the process, else the process-wide symbol scope.
+pub fn find_library() -> Library {
     for path in loaded_hdf5_paths() {
         // SAFETY: RTLD_NOLOAD only returns a handle to an object already loaded; the
         // reference it takes is kept for the life of the process.
@@ -177,8 +191,8 @@ fn find_library() -> Library {
 }
 
 impl Hdf5 {
-    fn resolve() -> Hdf5 {
-        let lib = find_library();
+    /// HDF5's entry points as found through `lib`.
+    pub fn resolve(lib: &Library) -> Hdf5 {
         let get_version = function!(lib, "H5get_libversion", VersionFn);
         let version = get_version.and_then(|get| {
             let (mut major, mut minor, mut release) = (0, 0, 0);
@@ -189,13 +203,15 @@ impl Hdf5 {
         Hdf5 {
             version,
             epush: function!(lib, "H5Epush2", EpushFn),
-            err_class: global(&lib, "H5E_ERR_CLS_g"),
-            major_pline: global(&lib, "H5E_PLINE_g"),
-            minor_can_apply: global(&lib, "H5E_CANAPPLY_g"),
-            minor_set_local: global(&lib, "H5E_SETLOCAL_g"),
-            minor_callback: global(&lib, "H5E_CALLBACK_g"),
+            err_class: global(lib, "H5E_ERR_CLS_g"),
+            major_pline: global(lib, "H5E_PLINE_g"),
+            minor_can_apply: global(lib, "H5E_CANAPPLY_g"),
+            minor_set_local: global(lib, "H5E_SETLOCAL_g"),
+            minor_callback: global(lib, "H5E_CALLBACK_g"),
             get_chunk: function!(lib, "H5Pget_chunk", GetChunkFn),
             get_filter: function!(lib, "H5Pget_filter_by_id2", GetFilterFn),
+            nfilters: function!(lib, "H5Pget_nfilters", NFiltersFn),
+            get_filter2: function!(lib, "H5Pget_filter2", GetFilter2Fn),
             modify_filter: function!(lib, "H5Pmodify_filter", ModifyFilterFn),
             type_class: function!(lib, "H5Tget_class", TypeIntFn),
             type_size: function!(lib, "H5Tget_size", TypeSizeFn),
@@ -203,6 +219,7 @@ impl Hdf5 {
             type_member: function!(lib, "H5Tget_member_type", MemberIdFn),
             type_member_offset: function!(lib, "H5Tget_member_offset", MemberSizeFn),
             type_super: function!(lib, "H5Tget_super", TypeIdFn),
+            type_is_variable_str: function!(lib, "H5Tis_variable_str", TypeIntFn),
             type_close: function!(lib, "H5Tclose", CloseFn),
             allocate: function!(lib, "H5allocate_memory", AllocateFn),
             free: function!(lib, "H5free_memory", FreeFn),
@@ -304,6 +321,38 @@ impl Hdf5 {
         Ok((flags, values[..count].to_vec()))
     }
 
+    /// Ids of the filters in `dcpl`'s pipeline, in write order.
+    pub fn filter_ids(&self, dcpl: Hid) -> Result<Vec<c_int>, String> {
+        let nfilters = self.nfilters.ok_or("H5Pget_nfilters not found")?;
+        let get_filter = self.get_filter2.ok_or("H5Pget_filter2 not found")?;
+        // SAFETY: plain call on a property list id HDF5 handed us.
+        let n = unsafe { nfilters(dcpl) };
+        (0..n.max(0) as c_uint)
+            .map(|index| {
+                let (mut flags, mut count, mut config) = (0, 0, 0);
+                // SAFETY: `index` is below the filter count; the out-pointers refer to live
+                // locals, and a zero value count and name length let HDF5 write nothing else.
+                let id = unsafe {
+                    get_filter(
+                        dcpl,
+                        index,
+                        &mut flags,
+                        &mut count,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                        &mut config,
+                    )
+                };
+                if id < 0 {
+                    Err("cannot read the filter pipeline".to_string())
+                } else {
+                    Ok(id)
+                }
+            })
+            .collect()
+    }
+
     /// Replaces karoo's cd_values in `dcpl`.
     pub fn set_filter_values(
         &self,
@@ -371,6 +420,18 @@ impl Hdf5 {
         let info = self.type_class_size(base);
         self.close_type(base);
         info
+    }
+
+    /// Whether the datatype is a variable-length string.
+    pub fn is_variable_string(&self, type_id: Hid) -> Result<bool, String> {
+        let is_variable = self
+            .type_is_variable_str
+            .ok_or("H5Tis_variable_str not found")?;
+        // SAFETY: plain call on an id HDF5 handed us; failure is negative.
+        match unsafe { is_variable(type_id) } {
+            status if status < 0 => Err("cannot query the dataset's string type".into()),
+            status => Ok(status > 0),
+        }
     }
 
     fn close_type(&self, type_id: Hid) {

@@ -1,5 +1,6 @@
 //! Residual coders: how a tile's residual words become bytes.
 
+pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -32,11 +33,17 @@ pub enum Coder {
     /// Fixed-width low bits per group of 32 residuals, the values that do not fit
     /// patched in from a bitmap or list of exceptions (fast mode's default).
     Patched,
+    /// The values byte-shuffled and compressed as one LZ4 block: fast mode's general
+    /// path for tiles prediction does not help.
+    ShuffledLz4,
+    /// The values byte-shuffled and compressed as one Zstandard frame: archive mode's
+    /// general path.
+    ShuffledZstd,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 7] = [
+    pub const ALL: [Coder; 9] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -44,6 +51,8 @@ impl Coder {
         Coder::ContextHuffman,
         Coder::Dictionary,
         Coder::Patched,
+        Coder::ShuffledLz4,
+        Coder::ShuffledZstd,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -56,6 +65,8 @@ impl Coder {
             Coder::ContextHuffman => 5,
             Coder::Dictionary => 6,
             Coder::Patched => 7,
+            Coder::ShuffledLz4 => 8,
+            Coder::ShuffledZstd => 9,
         }
     }
 
@@ -74,6 +85,8 @@ impl Coder {
             Coder::ContextHuffman => "ctx-huffman",
             Coder::Dictionary => "dictionary",
             Coder::Patched => "patched",
+            Coder::ShuffledLz4 => "shuffled-lz4",
+            Coder::ShuffledZstd => "shuffled-zstd",
         }
     }
 
@@ -87,6 +100,8 @@ impl Coder {
             Coder::ContextHuffman => context_huffman::encode(values, dims, out),
             Coder::Dictionary => dictionary::encode(values, dims, out),
             Coder::Patched => patched::encode(values, out),
+            Coder::ShuffledLz4 => shuffled::encode(values, shuffled::Backend::Lz4, out),
+            Coder::ShuffledZstd => shuffled::encode(values, shuffled::Backend::Zstd, out),
         }
     }
 
@@ -101,6 +116,8 @@ impl Coder {
             Coder::ContextHuffman => context_huffman::decode(input, dims, out),
             Coder::Dictionary => dictionary::decode(input, dims, out),
             Coder::Patched => patched::decode(input, out),
+            Coder::ShuffledLz4 => shuffled::decode(input, shuffled::Backend::Lz4, out),
+            Coder::ShuffledZstd => shuffled::decode(input, shuffled::Backend::Zstd, out),
         }
     }
 
@@ -112,6 +129,8 @@ impl Coder {
             Coder::Bitplane => 8 * bitplane::encoded_len(values) as u64,
             Coder::Rice => rice::estimate_bits(values),
             Coder::Patched => patched::estimate_bits(values),
+            Coder::ShuffledLz4 => shuffled::encoded_bits(values, shuffled::Backend::Lz4),
+            Coder::ShuffledZstd => shuffled::encoded_bits(values, shuffled::Backend::Zstd),
             Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
             Coder::Dictionary => dictionary::estimate_bits(values)
                 .unwrap_or_else(|| context::estimate_bits(values, dims)),
@@ -133,6 +152,8 @@ impl Coder {
             Coder::Dictionary => dictionary::min_encoded_len(),
             // A header byte per group of 32 values.
             Coder::Patched => patched::min_encoded_len(n),
+            // General-purpose compressors have no per-value floor: the bound is per tile.
+            Coder::ShuffledLz4 | Coder::ShuffledZstd => shuffled::min_encoded_len(),
         }
     }
 }

@@ -30,6 +30,9 @@ pub fn encode_tile_into<T: Word>(
     T::with_scratch(|chosen| {
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
         encode_with(coding, chosen, dims, out);
+        if let Some(generic) = candidates.generic {
+            try_generic(coding, generic, chosen, dims, start, out);
+        }
         if candidates.try_alternatives {
             // The patched estimate is exact.
             let bits = Coder::Patched.estimate_bits(chosen, dims);
@@ -67,6 +70,53 @@ pub fn encode_tile_into<T: Word>(
     let mut alternative = buffers::take(max_payload_len::<T>(words.len()));
     encode_with(raw, &words, dims, &mut alternative);
     if alternative.len() < out.len() - start {
+        out.truncate(start);
+        out.extend_from_slice(&alternative);
+    }
+    buffers::give(alternative);
+}
+
+/// Words of the chosen residuals a general-purpose coder is first tried on.
+const GENERIC_SAMPLE: usize = 1 << 13;
+/// The general-purpose coder is tried on the whole tile when its sample codes in less
+/// than this fraction (in 64ths) of the chosen coding's share.
+const GENERIC_GAIN_64THS: u64 = 56;
+
+/// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) with the
+/// general-purpose coder `generic` when that is smaller: tried in full only when a sample
+/// from the middle of the tile codes clearly smaller than its share of the payload, so
+/// tiles it does not help cost one small trial.
+fn try_generic<T: Word>(
+    coding: Coding,
+    generic: Coder,
+    residuals: &[T],
+    dims: Dims,
+    start: usize,
+    out: &mut Vec<u8>,
+) {
+    let n = residuals.len();
+    if n == 0 {
+        return;
+    }
+    let current = (out.len() - start) as u64;
+    let take = n.min(GENERIC_SAMPLE);
+    let at = (n - take) / 2;
+    let sample_bits = generic.estimate_bits(&residuals[at..at + take], dims);
+    let share_bits = 8 * current * take as u64 / n as u64;
+    if sample_bits * 64 >= share_bits * GENERIC_GAIN_64THS {
+        return;
+    }
+    let mut alternative = buffers::take(max_payload_len::<T>(n));
+    encode_with(
+        Coding {
+            coder: generic,
+            ..coding
+        },
+        residuals,
+        dims,
+        &mut alternative,
+    );
+    if (alternative.len() as u64) < current {
         out.truncate(start);
         out.extend_from_slice(&alternative);
     }

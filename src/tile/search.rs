@@ -29,6 +29,10 @@ pub struct Candidates {
     /// of Huffman value coding on the tile's words as they are (archive mode with no
     /// coder requested).
     pub try_alternatives: bool,
+    /// The general-purpose coder to try on the chosen residuals when a sample says it
+    /// beats the chosen coder clearly (no coder requested: shuffled LZ4 in fast mode,
+    /// shuffled Zstandard in archive mode).
+    pub generic: Option<Coder>,
 }
 
 impl Candidates {

@@ -1,0 +1,539 @@
+//! A small C ABI over the codec, for callers outside HDF5 (the Python package uses it
+//! through `ctypes`, which releases the GIL for the length of each call).
+//!
+//! Every function returns 0 on success and -1 on failure, with the failure's message
+//! (NUL-terminated, truncated to fit) in the caller's `err` buffer of `err_len` bytes.
+//! Nothing unwinds out: a panic becomes an error.
+
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use karoo::internals::Header;
+use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
+
+use crate::cd_values::PREDICTOR_AUTO;
+
+/// What `karoo_compress` is told about the data: the same options as the filter's
+/// cd_values, plus the layout HDF5 would have supplied.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KarooParams {
+    /// Bytes per word: 1, 2, 4 or 8.
+    pub word_size: u32,
+    /// Words per element (2 for complex numbers); the last dimension of `shape`.
+    pub components: u32,
+    /// Element class: 0 other, 1 integer, 2 float (`cd_values[7]`).
+    pub element_class: u32,
+    /// 0 fast, 1 archive.
+    pub mode: u32,
+    /// Predictor id (0 or 12 auto), as in `cd_values[1]`'s low byte.
+    pub predictor: u32,
+    /// Residual map id (0 auto).
+    pub residual_map: u32,
+    /// Residual coder id (0 default).
+    pub coder: u32,
+    /// Worker threads, 0 all cores.
+    pub threads: u32,
+    /// Index of the time axis in `shape`.
+    pub time_axis: u32,
+    /// Number of dimensions in `shape` (the component axis included).
+    pub rank: u32,
+    /// Elements between successive samples of a series; 0 derives it.
+    pub lag: u64,
+    /// Shape in words, slowest first (`rank` values).
+    pub shape: *const u64,
+}
+
+/// A compressed chunk owned by the plugin: read it with `karoo_buffer_data` and
+/// `karoo_buffer_len`, release it with `karoo_buffer_free`.
+pub struct KarooBuffer(Vec<u8>);
+
+fn write_error(err: *mut c_char, err_len: usize, message: &str) {
+    if err.is_null() || err_len == 0 {
+        return;
+    }
+    let bytes = message.as_bytes();
+    let n = bytes.len().min(err_len - 1);
+    // SAFETY: the caller hands a writable buffer of `err_len` bytes; `n + 1 <= err_len`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), err.cast::<u8>(), n);
+        *err.add(n) = 0;
+    }
+}
+
+/// Runs `body`, turning an error or panic into -1 and a message in `err`.
+fn guarded(err: *mut c_char, err_len: usize, body: impl FnOnce() -> Result<(), String>) -> c_int {
+    let message = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return 0,
+        Ok(Err(message)) => message,
+        Err(_) => "karoo: internal error (panic)".to_string(),
+    };
+    let message = if message.starts_with("karoo") {
+        message
+    } else {
+        format!("karoo: {message}")
+    };
+    write_error(err, err_len, &message);
+    -1
+}
+
+/// Codec parameters from the C description, validated like cd_values.
+fn params_from(p: &KarooParams) -> Result<Params, String> {
+    let mode = Mode::from_id(p.mode)
+        .ok_or_else(|| format!("unknown mode {} (0 = fast, 1 = archive)", p.mode))?;
+    let predictor = match p.predictor {
+        0 | PREDICTOR_AUTO => None,
+        id => Some(Predictor::from_id(id).ok_or_else(|| format!("unknown predictor {id}"))?),
+    };
+    let residual_map = match p.residual_map {
+        0 => None,
+        id => Some(ResidualMap::from_id(id).ok_or_else(|| format!("unknown residual map {id}"))?),
+    };
+    let coder = match p.coder {
+        0 => None,
+        id => Some(Coder::from_id(id).ok_or_else(|| format!("unknown residual coder {id}"))?),
+    };
+    let element = match p.element_class {
+        0 => ElementKind::Other,
+        1 => ElementKind::Integer,
+        2 => ElementKind::Float,
+        c => {
+            return Err(format!(
+                "unknown element class {c} (0 other, 1 integer, 2 float)"
+            ))
+        }
+    };
+    if p.rank as usize > karoo::MAX_RANK || (p.rank > 0 && p.shape.is_null()) {
+        return Err(format!("invalid shape of rank {}", p.rank));
+    }
+    let shape: Vec<usize> = if p.rank == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the caller passes `rank` dimensions at `shape` (checked non-null).
+        unsafe { std::slice::from_raw_parts(p.shape, p.rank as usize) }
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} too large")))
+            .collect::<Result<_, _>>()?
+    };
+    let components = p.components.max(1) as usize;
+    let lag = usize::try_from(p.lag)
+        .ok()
+        .and_then(|lag| lag.checked_mul(components))
+        .ok_or_else(|| format!("lag {} too large", p.lag))?;
+    Ok(Params {
+        word_size: p.word_size as usize,
+        shape,
+        time_axis: p.time_axis as usize,
+        lag,
+        predictor,
+        residual_map,
+        coder,
+        element,
+        components,
+        threads: p.threads as usize,
+        mode,
+    })
+}
+
+/// Compresses `len` bytes at `data` into a new buffer stored in `*out`.
+///
+/// # Safety
+/// `data` points at `len` readable bytes, `params` at a valid `KarooParams` whose
+/// `shape` holds `rank` values, `out` is writable, `err` holds `err_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_compress(
+    data: *const u8,
+    len: usize,
+    params: *const KarooParams,
+    out: *mut *mut KarooBuffer,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if (data.is_null() && len > 0) || params.is_null() || out.is_null() {
+            return Err("null pointer passed to karoo_compress".into());
+        }
+        let input = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller passes `len` readable bytes at `data`.
+            unsafe { std::slice::from_raw_parts(data, len) }
+        };
+        // SAFETY: checked non-null; the caller passes a valid struct.
+        let params = params_from(unsafe { &*params })?;
+        let packed = karoo::compress(input, &params).map_err(|e| e.to_string())?;
+        // SAFETY: `out` is non-null and writable.
+        unsafe { *out = Box::into_raw(Box::new(KarooBuffer(packed))) };
+        Ok(())
+    })
+}
+
+/// Address of a buffer's bytes.
+///
+/// # Safety
+/// `buffer` came from `karoo_compress` and was not freed.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_buffer_data(buffer: *const KarooBuffer) -> *const u8 {
+    // SAFETY: the caller passes a live buffer.
+    unsafe { (*buffer).0.as_ptr() }
+}
+
+/// Length of a buffer in bytes.
+///
+/// # Safety
+/// `buffer` came from `karoo_compress` and was not freed.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_buffer_len(buffer: *const KarooBuffer) -> usize {
+    // SAFETY: the caller passes a live buffer.
+    unsafe { (*buffer).0.len() }
+}
+
+/// Releases a buffer (its memory is kept for reuse by later calls).
+///
+/// # Safety
+/// `buffer` came from `karoo_compress` and is not used again; null is ignored.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_buffer_free(buffer: *mut KarooBuffer) {
+    if !buffer.is_null() {
+        // SAFETY: the buffer was made by Box::into_raw in karoo_compress.
+        let buffer = unsafe { Box::from_raw(buffer) };
+        karoo::recycle(buffer.0);
+    }
+}
+
+/// Validates a chunk's header and tile table and stores its decoded size in `*out`;
+/// a chunk declaring more than `limit` bytes is refused.
+///
+/// # Safety
+/// `data` points at `len` readable bytes, `out` is writable, `err` holds `err_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_decoded_len(
+    data: *const u8,
+    len: usize,
+    limit: u64,
+    out: *mut u64,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if (data.is_null() && len > 0) || out.is_null() {
+            return Err("null pointer passed to karoo_decoded_len".into());
+        }
+        // SAFETY: the caller passes `len` readable bytes (none when len is 0).
+        let input = unsafe { slice(data, len) };
+        let n = karoo::decoded_len(input, limit).map_err(|e| e.to_string())?;
+        // SAFETY: `out` is non-null and writable.
+        unsafe { *out = n as u64 };
+        Ok(())
+    })
+}
+
+/// Decodes a chunk into `out`, which must be exactly its decoded size, on `threads`
+/// workers (0 all cores), checking the checksums.
+///
+/// # Safety
+/// `data` points at `len` readable bytes, `out` at `out_len` writable bytes that do not
+/// overlap them, `err` at `err_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_decompress_into(
+    data: *const u8,
+    len: usize,
+    out: *mut u8,
+    out_len: usize,
+    threads: u32,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if (data.is_null() && len > 0) || (out.is_null() && out_len > 0) {
+            return Err("null pointer passed to karoo_decompress_into".into());
+        }
+        // SAFETY: the caller passes `len` readable bytes.
+        let input = unsafe { slice(data, len) };
+        let output: &mut [u8] = if out_len == 0 {
+            &mut []
+        } else {
+            // SAFETY: the caller passes `out_len` writable bytes not aliasing `input`.
+            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
+        };
+        karoo::decompress_into(input, output, threads as usize).map_err(|e| e.to_string())
+    })
+}
+
+/// Describes a chunk (header fields and the coding of each tile) as a JSON object in a
+/// new buffer stored in `*out`, without decoding it.
+///
+/// # Safety
+/// As `karoo_decoded_len`; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn karoo_describe(
+    data: *const u8,
+    len: usize,
+    out: *mut *mut KarooBuffer,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if (data.is_null() && len > 0) || out.is_null() {
+            return Err("null pointer passed to karoo_describe".into());
+        }
+        // SAFETY: the caller passes `len` readable bytes.
+        let input = unsafe { slice(data, len) };
+        let json = describe(input)?;
+        // SAFETY: `out` is non-null and writable.
+        unsafe { *out = Box::into_raw(Box::new(KarooBuffer(json.into_bytes()))) };
+        Ok(())
+    })
+}
+
+/// The crate version, NUL-terminated.
+#[no_mangle]
+pub extern "C" fn karoo_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// # Safety
+/// `data` points at `len` readable bytes, or `len` is 0.
+unsafe fn slice<'a>(data: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: as the function's contract says.
+        unsafe { std::slice::from_raw_parts(data, len) }
+    }
+}
+
+/// The JSON description of a chunk (see `karoo_describe`).
+fn describe(input: &[u8]) -> Result<String, String> {
+    karoo::decoded_len(input, u64::MAX).map_err(|e| e.to_string())?;
+    let (header, header_len) = Header::parse(input, u64::MAX).map_err(|e| e.to_string())?;
+    let mode = match header.mode {
+        0 => "fast",
+        _ => "archive",
+    };
+    let mut codings: Vec<(String, usize)> = Vec::new();
+    if !header.is_stored() {
+        let mut at = header_len;
+        for &size in &header.tile_sizes {
+            let payload = &input[at..at + size as usize];
+            at += size as usize;
+            let name = coding_name(payload);
+            match codings.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, count)) => *count += 1,
+                None => codings.push((name, 1)),
+            }
+        }
+    }
+    let shape: Vec<String> = header.shape.iter().map(u64::to_string).collect();
+    let codings: Vec<String> = codings
+        .iter()
+        .map(|(name, count)| format!("\"{name}\": {count}"))
+        .collect();
+    Ok(format!(
+        "{{\"mode\": \"{mode}\", \"stored\": {}, \"word_size\": {}, \"shape\": [{}], \
+         \"time_axis\": {}, \"lag\": {}, \"decoded_size\": {}, \"encoded_size\": {}, \
+         \"tiles\": {}, \"codings\": {{{}}}}}",
+        header.is_stored(),
+        header.word_size,
+        shape.join(", "),
+        header.time_axis,
+        header.lag,
+        header.decoded_size,
+        input.len(),
+        header.tile_sizes.len(),
+        codings.join(", ")
+    ))
+}
+
+/// `predictor/map/coder` of a tile payload, from its two header bytes; `+spatial` when
+/// the first row is predicted spatially.
+fn coding_name(payload: &[u8]) -> String {
+    let (Some(&p), Some(&mc)) = (payload.first(), payload.get(1)) else {
+        return "empty".into();
+    };
+    let predictor = Predictor::from_id(u32::from(p & 0x7f)).map_or("?".into(), Predictor::name);
+    let map = match ResidualMap::from_id(u32::from(mc >> 4)) {
+        Some(ResidualMap::Xor) => "xor",
+        Some(ResidualMap::RotateSubtract) => "rotate-subtract",
+        Some(ResidualMap::Subtract) => "subtract",
+        _ => "?",
+    };
+    let coder = Coder::from_id(u32::from(mc & 0x0f)).map_or("?", Coder::name);
+    let spatial = if p & 0x80 != 0 { "+spatial" } else { "" };
+    format!("{predictor}{spatial}/{map}/{coder}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(shape: &[u64]) -> KarooParams {
+        KarooParams {
+            word_size: 4,
+            components: 2,
+            element_class: 2,
+            mode: 0,
+            predictor: 0,
+            residual_map: 0,
+            coder: 0,
+            threads: 1,
+            time_axis: 0,
+            rank: shape.len() as u32,
+            lag: 0,
+            shape: shape.as_ptr(),
+        }
+    }
+
+    fn error_text(err: &[c_char]) -> String {
+        let bytes: Vec<u8> = err
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn compress_then_decompress_through_the_c_abi_is_bit_exact() {
+        let data: Vec<u8> = (0..16 * 8 * 2u32)
+            .flat_map(|i| ((i / 16) as f32 * 0.5 + (i % 16) as f32).to_le_bytes())
+            .collect();
+        let shape = [16u64, 8, 2];
+        let p = params(&shape);
+        let mut err = [0 as c_char; 256];
+        let mut buffer = std::ptr::null_mut();
+        // SAFETY: every pointer refers to live locals of the right size.
+        unsafe {
+            let rc = karoo_compress(
+                data.as_ptr(),
+                data.len(),
+                &p,
+                &mut buffer,
+                err.as_mut_ptr(),
+                err.len(),
+            );
+            assert_eq!(rc, 0, "{}", error_text(&err));
+            let chunk =
+                std::slice::from_raw_parts(karoo_buffer_data(buffer), karoo_buffer_len(buffer))
+                    .to_vec();
+            karoo_buffer_free(buffer);
+            let mut n = 0u64;
+            assert_eq!(
+                karoo_decoded_len(
+                    chunk.as_ptr(),
+                    chunk.len(),
+                    u64::MAX,
+                    &mut n,
+                    err.as_mut_ptr(),
+                    err.len()
+                ),
+                0
+            );
+            assert_eq!(n as usize, data.len());
+            let mut out = vec![0u8; data.len()];
+            let rc = karoo_decompress_into(
+                chunk.as_ptr(),
+                chunk.len(),
+                out.as_mut_ptr(),
+                out.len(),
+                1,
+                err.as_mut_ptr(),
+                err.len(),
+            );
+            assert_eq!(rc, 0, "{}", error_text(&err));
+            assert_eq!(out, data);
+            let mut json = std::ptr::null_mut();
+            assert_eq!(
+                karoo_describe(
+                    chunk.as_ptr(),
+                    chunk.len(),
+                    &mut json,
+                    err.as_mut_ptr(),
+                    err.len()
+                ),
+                0
+            );
+            let text = String::from_utf8(
+                std::slice::from_raw_parts(karoo_buffer_data(json), karoo_buffer_len(json))
+                    .to_vec(),
+            )
+            .unwrap();
+            karoo_buffer_free(json);
+            assert!(text.starts_with("{\"mode\": \"fast\", \"stored\": false, \"word_size\": 4, \"shape\": [16, 8, 2]"), "{text}");
+        }
+    }
+
+    #[test]
+    fn errors_come_back_as_messages() {
+        let data = [0u8; 12];
+        let shape = [4u64];
+        let mut p = params(&shape);
+        p.components = 1;
+        p.predictor = 99;
+        let mut err = [0 as c_char; 256];
+        let mut buffer = std::ptr::null_mut();
+        // SAFETY: every pointer refers to live locals of the right size.
+        unsafe {
+            assert_eq!(
+                karoo_compress(
+                    data.as_ptr(),
+                    data.len(),
+                    &p,
+                    &mut buffer,
+                    err.as_mut_ptr(),
+                    err.len()
+                ),
+                -1
+            );
+            assert_eq!(error_text(&err), "karoo: unknown predictor 99");
+            p.predictor = 0;
+            assert_eq!(
+                karoo_compress(
+                    data.as_ptr(),
+                    data.len(),
+                    &p,
+                    &mut buffer,
+                    err.as_mut_ptr(),
+                    err.len()
+                ),
+                -1
+            );
+            assert_eq!(
+                error_text(&err),
+                "karoo: invalid parameters: shape [4] holds 4 words but the buffer holds 3"
+            );
+            let mut out = [0u8; 4];
+            assert_eq!(
+                karoo_decompress_into(
+                    b"nope".as_ptr(),
+                    4,
+                    out.as_mut_ptr(),
+                    4,
+                    1,
+                    err.as_mut_ptr(),
+                    err.len()
+                ),
+                -1
+            );
+            assert_eq!(
+                error_text(&err),
+                "karoo: not a karoo chunk (bad magic bytes)"
+            );
+            // A message longer than the buffer is cut, still NUL-terminated.
+            let mut small = [1 as c_char; 8];
+            assert_eq!(
+                karoo_decompress_into(
+                    b"nope".as_ptr(),
+                    4,
+                    out.as_mut_ptr(),
+                    4,
+                    1,
+                    small.as_mut_ptr(),
+                    small.len()
+                ),
+                -1
+            );
+            assert_eq!(error_text(&small), "karoo: ");
+        }
+    }
+}

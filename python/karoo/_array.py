@@ -1,0 +1,168 @@
+"""`karoo.compress` and `karoo.decompress`: numpy arrays to karoo chunks and back.
+
+A chunk is exactly what the HDF5 filter stores, so `compress` output can be written with
+h5py's ``write_direct_chunk`` and ``read_direct_chunk`` bytes decoded here. The chunk
+records its shape and word size but not the element type: `compress` returns a
+:class:`Chunk` (a ``bytes`` that remembers the dtype), and `decompress` takes the dtype
+from it, from ``dtype=``, or from ``out=``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+
+from . import _lib
+from ._options import Options
+
+# Header fields decompress reads once the plugin has validated the header.
+_WORD_SIZE_AT, _RANK_AT, _SHAPE_AT = 10, 11, 84
+
+
+class Chunk(bytes):
+    """A karoo chunk (``bytes``) that remembers the dtype it was compressed from."""
+
+    dtype: np.dtype | None = None
+
+    def __reduce__(self):
+        return (_with_dtype, (bytes(self), self.dtype))
+
+
+def layout(dtype: np.dtype) -> tuple[int, int, int]:
+    """(word size, words per element, element class) for `dtype`, as the plugin's set_local
+    chooses them: numbers of 1, 2, 4 or 8 bytes are words, complex numbers and records of
+    equal numeric fields are several words, anything else is bytes. Classes: 0 other,
+    1 integer, 2 float."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iub" and dtype.itemsize in (1, 2, 4, 8):
+        return dtype.itemsize, 1, 1
+    if dtype.kind == "f" and dtype.itemsize in (2, 4, 8):
+        return dtype.itemsize, 1, 2
+    if dtype.kind == "c" and dtype.itemsize in (8, 16):
+        return dtype.itemsize // 2, 2, 2
+    if dtype.fields:
+        fields = [dtype.fields[name] for name in dtype.names]
+        first = fields[0][0]
+        if (first.kind in "iuf" and first.itemsize in (2, 4, 8)
+                and all(f[0].kind in "iu" if first.kind in "iu" else f[0].kind == "f" for f in fields)
+                and all(f[0].itemsize == first.itemsize and f[1] == i * first.itemsize
+                        for i, f in enumerate(fields))
+                and len(fields) * first.itemsize == dtype.itemsize):
+            return first.itemsize, len(fields), 2 if first.kind == "f" else 1
+    if dtype.subdtype is not None:
+        base, _ = dtype.subdtype
+        if base.kind in "iuf" and base.itemsize in (2, 4, 8):
+            return base.itemsize, dtype.itemsize // base.itemsize, 2 if base.kind == "f" else 1
+    return 1, dtype.itemsize, 0
+
+
+def _address(buffer) -> tuple[np.ndarray, int]:
+    """A uint8 view of any buffer-protocol object and the address of its first byte."""
+    view = np.frombuffer(buffer, dtype=np.uint8) if not isinstance(buffer, np.ndarray) else buffer
+    if not view.flags.c_contiguous:
+        raise ValueError("karoo: the chunk buffer must be contiguous")
+    view = view.reshape(-1).view(np.uint8)
+    return view, view.ctypes.data
+
+
+def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
+             time_axis=0, lag=0) -> Chunk:
+    """Compresses a numpy array (any shape; the time axis is `time_axis`) into one karoo chunk.
+
+    The options are those of :class:`karoo.Karoo`. The GIL is released while the chunk is coded.
+    """
+    options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
+    array = np.ascontiguousarray(array)
+    if array.dtype.hasobject:
+        raise TypeError("karoo: cannot compress arrays of Python objects")
+    word, components, element = layout(array.dtype)
+    shape = list(array.shape) or [1]
+    if options.time_axis >= len(shape):
+        raise ValueError(
+            f"karoo: time_axis {options.time_axis} is out of range for an array of rank {array.ndim}"
+        )
+    plane = int(np.prod(shape[options.time_axis:]))
+    if options.lag > plane:
+        raise ValueError(
+            f"karoo: lag {options.lag} exceeds the {plane} elements of one step along the time axis"
+        )
+    if components > 1:
+        shape.append(components)
+    mode_id, predictor_id, map_id, coder_id = options.ids
+    raw = array.reshape(-1).view(np.uint8) if array.size else np.zeros(0, np.uint8)
+    data = _lib.compress_raw(raw.ctypes.data, raw.nbytes, word, shape, components, element,
+                             mode_id, predictor_id, map_id, coder_id, options.threads,
+                             options.time_axis, options.lag)
+    return _with_dtype(data, array.dtype)
+
+
+def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
+    out = Chunk(data)
+    out.dtype = dtype
+    return out
+
+
+def chunk_shape(data) -> tuple[tuple[int, ...], int, int]:
+    """(shape in words, word size, decoded bytes) of a chunk, its header validated."""
+    view, address = _address(data)
+    nbytes = _lib.decoded_len(address, view.nbytes)
+    word = int(view[_WORD_SIZE_AT])
+    rank = int(view[_RANK_AT])
+    shape = struct.unpack_from(f"<{rank}Q", view, _SHAPE_AT)
+    return tuple(int(d) for d in shape), word, nbytes
+
+
+def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple[int, ...]:
+    count = nbytes // dtype.itemsize if dtype.itemsize else 0
+    per = dtype.itemsize // max(layout(dtype)[0], 1)
+    if nbytes % max(dtype.itemsize, 1):
+        raise ValueError(f"karoo: a chunk of {nbytes} bytes is not a whole number of {dtype} elements")
+    if per > 1 and len(words) > 1 and words[-1] == per:
+        words = words[:-1]
+    if int(np.prod(words)) == count:
+        return words
+    return (count,)
+
+
+def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
+    """Decodes one karoo chunk (from :func:`compress`, or an HDF5 chunk read with
+    ``read_direct_chunk``) into a numpy array, checking its checksums.
+
+    The shape comes from the chunk. The dtype comes from `out`, else `dtype`, else the
+    :class:`Chunk` returned by `compress`. `out`, when given, must be a C-contiguous array of
+    exactly the decoded size; it is filled and returned. The GIL is released while decoding.
+    """
+    view, address = _address(data)
+    words, _, nbytes = chunk_shape(view)
+    if out is not None:
+        if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("karoo: out must be a writeable C-contiguous numpy array")
+        if out.nbytes != nbytes:
+            raise ValueError(f"karoo: out holds {out.nbytes} bytes, the chunk decodes to {nbytes}")
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            raise ValueError(f"karoo: dtype {np.dtype(dtype)} does not match out's {out.dtype}")
+        _lib.decompress_raw(address, view.nbytes, out.ctypes.data, nbytes, _threads(threads))
+        return out
+    if dtype is None:
+        dtype = getattr(data, "dtype", None) if isinstance(data, Chunk) else None
+    if dtype is None:
+        raise TypeError(
+            "karoo: the chunk does not record its dtype; pass dtype= (a dataset's dtype, say) or out="
+        )
+    dtype = np.dtype(dtype)
+    result = np.empty(_element_shape(words, dtype, nbytes), dtype=dtype)
+    _lib.decompress_raw(address, view.nbytes, result.ctypes.data, nbytes, _threads(threads))
+    return result
+
+
+def describe(data) -> dict:
+    """The chunk's header fields and how many tiles use each predictor/map/coder, without
+    decoding it."""
+    view, address = _address(data)
+    return json.loads(_lib.describe_raw(address, view.nbytes))
+
+
+def _threads(threads) -> int:
+    return Options.make(threads=threads).threads

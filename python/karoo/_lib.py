@@ -1,0 +1,141 @@
+"""The plugin library (libh5karoo.so) loaded with ctypes, and its small C ABI.
+
+ctypes releases the GIL for the length of every foreign call, so compression and
+decompression from several Python threads run in parallel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+PLUGIN_PATH: str = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
+"""Directory holding libh5karoo.so: give it to C tools and netCDF-C as HDF5_PLUGIN_PATH."""
+
+_LIB_NAME = {"darwin": "libh5karoo.dylib", "win32": "h5karoo.dll"}.get(sys.platform, "libh5karoo.so")
+LIBRARY_PATH: str = os.path.join(PLUGIN_PATH, _LIB_NAME)
+"""Full path of the plugin library."""
+
+_ERR_LEN = 1024
+
+
+class KarooError(ValueError):
+    """A chunk that does not decode, or parameters the codec refuses (message from karoo)."""
+
+
+class _Params(ctypes.Structure):
+    _fields_ = [
+        ("word_size", ctypes.c_uint32),
+        ("components", ctypes.c_uint32),
+        ("element_class", ctypes.c_uint32),
+        ("mode", ctypes.c_uint32),
+        ("predictor", ctypes.c_uint32),
+        ("residual_map", ctypes.c_uint32),
+        ("coder", ctypes.c_uint32),
+        ("threads", ctypes.c_uint32),
+        ("time_axis", ctypes.c_uint32),
+        ("rank", ctypes.c_uint32),
+        ("lag", ctypes.c_uint64),
+        ("shape", ctypes.POINTER(ctypes.c_uint64)),
+    ]
+
+
+def _load() -> ctypes.CDLL:
+    if not os.path.exists(LIBRARY_PATH):
+        raise ImportError(
+            f"karoo: {LIBRARY_PATH} is missing; install the package with pip (it builds the "
+            "plugin with cargo)"
+        )
+    lib = ctypes.CDLL(LIBRARY_PATH)
+    buf = ctypes.c_void_p
+    err = (ctypes.c_char_p, ctypes.c_size_t)
+    lib.karoo_compress.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(_Params), ctypes.POINTER(buf), *err]
+    lib.karoo_compress.restype = ctypes.c_int
+    lib.karoo_buffer_data.argtypes = [buf]
+    lib.karoo_buffer_data.restype = buf
+    lib.karoo_buffer_len.argtypes = [buf]
+    lib.karoo_buffer_len.restype = ctypes.c_size_t
+    lib.karoo_buffer_free.argtypes = [buf]
+    lib.karoo_buffer_free.restype = None
+    lib.karoo_decoded_len.argtypes = [buf, ctypes.c_size_t, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64), *err]
+    lib.karoo_decoded_len.restype = ctypes.c_int
+    lib.karoo_decompress_into.argtypes = [buf, ctypes.c_size_t, buf, ctypes.c_size_t, ctypes.c_uint32, *err]
+    lib.karoo_decompress_into.restype = ctypes.c_int
+    lib.karoo_describe.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(buf), *err]
+    lib.karoo_describe.restype = ctypes.c_int
+    lib.karoo_version.argtypes = []
+    lib.karoo_version.restype = ctypes.c_char_p
+    lib.karoo_init_filter.argtypes = [ctypes.c_char_p]
+    lib.karoo_init_filter.restype = ctypes.c_int
+    lib.karoo_hdf5_path.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.karoo_hdf5_path.restype = ctypes.c_int
+    lib.H5PLget_plugin_info.argtypes = []
+    lib.H5PLget_plugin_info.restype = buf
+    return lib
+
+
+lib = _load()
+
+
+def _check(status: int, err: ctypes.Array) -> None:
+    if status != 0:
+        raise KarooError(err.value.decode("utf-8", "replace"))
+
+
+def _take_buffer(handle: ctypes.c_void_p) -> bytes:
+    """The bytes of a plugin-owned buffer, which is released."""
+    try:
+        return ctypes.string_at(lib.karoo_buffer_data(handle), lib.karoo_buffer_len(handle))
+    finally:
+        lib.karoo_buffer_free(handle)
+
+
+def compress_raw(data, nbytes: int, word_size: int, shape, components: int, element_class: int,
+                 mode: int, predictor: int, residual_map: int, coder: int, threads: int,
+                 time_axis: int, lag: int) -> bytes:
+    """Compresses `nbytes` bytes at the address `data` (see karoo_compress)."""
+    dims = (ctypes.c_uint64 * len(shape))(*shape)
+    params = _Params(word_size, components, element_class, mode, predictor, residual_map, coder,
+                     threads, time_axis, len(shape), lag, dims)
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(_ERR_LEN)
+    _check(lib.karoo_compress(data, nbytes, ctypes.byref(params), ctypes.byref(handle), err, _ERR_LEN), err)
+    return _take_buffer(handle)
+
+
+def decoded_len(data, nbytes: int, limit: int = 2**64 - 1) -> int:
+    """The decoded size a chunk declares (header and tile table validated)."""
+    out = ctypes.c_uint64()
+    err = ctypes.create_string_buffer(_ERR_LEN)
+    _check(lib.karoo_decoded_len(data, nbytes, limit, ctypes.byref(out), err, _ERR_LEN), err)
+    return out.value
+
+
+def decompress_raw(data, nbytes: int, out, out_len: int, threads: int) -> None:
+    """Decodes a chunk into `out_len` bytes at the address `out`."""
+    err = ctypes.create_string_buffer(_ERR_LEN)
+    _check(lib.karoo_decompress_into(data, nbytes, out, out_len, threads, err, _ERR_LEN), err)
+
+
+def describe_raw(data, nbytes: int) -> str:
+    """The JSON description of a chunk (header fields, tile codings)."""
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(_ERR_LEN)
+    _check(lib.karoo_describe(data, nbytes, ctypes.byref(handle), err, _ERR_LEN), err)
+    return _take_buffer(handle).decode()
+
+
+def version() -> str:
+    """Version of the karoo codec inside the plugin."""
+    return lib.karoo_version().decode()
+
+
+def hdf5_path() -> str | None:
+    """Path of the libhdf5 the plugin is bound to, when known."""
+    size = lib.karoo_hdf5_path(None, 0)
+    if size < 0:
+        return None
+    out = ctypes.create_string_buffer(size + 1)
+    lib.karoo_hdf5_path(out, size + 1)
+    return out.value.decode("utf-8", "replace")

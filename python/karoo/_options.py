@@ -1,0 +1,148 @@
+"""karoo's options by name, validated, and their cd_values encoding.
+
+The five user cd_values (see the plugin's cd_values table):
+0 mode, 1 ``predictor | map << 8 | coder << 16``, 2 threads, 3 time axis, 4 lag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MODES = {"fast": 0, "archive": 1}
+
+PREDICTORS = {
+    "auto": 0,
+    "previous": 1,
+    "parallelogram": 2,
+    "lagrange3": 3,
+    "lagrange4": 4,
+    "mean2": 5,
+    "mean4": 6,
+    "mean8": 7,
+    "median3": 8,
+    "median5": 9,
+    "holt": 10,
+    "lorenzo": 11,
+    "none": 13,
+}
+
+RESIDUAL_MAPS = {"auto": 0, "xor": 1, "rotate-subtract": 2, "subtract": 3}
+
+CODERS = {
+    "auto": 0,
+    "lzbytes": 1,
+    "bitplane": 2,
+    "rice": 3,
+    "ctx-ans": 4,
+    "ctx-huffman": 5,
+    "dictionary": 6,
+    "patched": 7,
+}
+
+MAX_THREADS = 1024
+USER_VALUES = 5
+
+
+def _name(table: dict[str, int], value: str | int, what: str) -> int:
+    if isinstance(value, str):
+        key = value.lower().replace("_", "-")
+        if key in table:
+            return table[key]
+        if key.replace("-", "") in table:
+            return table[key.replace("-", "")]
+    elif isinstance(value, int) and not isinstance(value, bool) and value in table.values():
+        return value
+    names = ", ".join(repr(k) for k in table)
+    raise ValueError(f"karoo: unknown {what} {value!r}; expected one of {names}")
+
+
+def _by_id(table: dict[str, int], value: int, what: str, index: int) -> str:
+    for name, number in table.items():
+        if number == value:
+            return name
+    if table is PREDICTORS and value == 12:
+        return "auto"
+    raise ValueError(f"karoo: unknown {what} {value} in cd_values[{index}]")
+
+
+def _count(value, what: str, upper: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+        raise TypeError(f"karoo: {what} must be an integer, not {type(value).__name__}")
+    value = int(value)
+    if value < 0 or value > (upper if upper is not None else 2**32 - 1):
+        bound = upper if upper is not None else 2**32 - 1
+        raise ValueError(f"karoo: {what} {value} is out of range (0 to {bound})")
+    return value
+
+
+@dataclass(frozen=True)
+class Options:
+    """Validated compression options (names as the user gives them, ids for the codec)."""
+
+    mode: str = "fast"
+    predictor: str = "auto"
+    residual_map: str = "auto"
+    coder: str = "auto"
+    threads: int = 0
+    time_axis: int = 0
+    lag: int = 0
+
+    @classmethod
+    def make(cls, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
+             time_axis=0, lag=0) -> Options:
+        """Checks every option and normalises names; raises ValueError/TypeError naming karoo."""
+        ids = (
+            _name(MODES, mode, "mode"),
+            _name(PREDICTORS, predictor, "predictor"),
+            _name(RESIDUAL_MAPS, residual_map, "residual map"),
+            _name(CODERS, coder, "coder"),
+        )
+        names = [
+            _by_id(table, i, what, 0)
+            for table, i, what in zip((MODES, PREDICTORS, RESIDUAL_MAPS, CODERS), ids,
+                                      ("mode", "predictor", "residual map", "coder"))
+        ]
+        return cls(*names, _count(threads, "threads", MAX_THREADS), _count(time_axis, "time_axis"),
+                   _count(lag, "lag"))
+
+    @property
+    def ids(self) -> tuple[int, int, int, int]:
+        """(mode, predictor, residual map, coder) ids."""
+        return (MODES[self.mode], PREDICTORS[self.predictor], RESIDUAL_MAPS[self.residual_map],
+                CODERS[self.coder])
+
+    def cd_values(self) -> tuple[int, ...]:
+        """The five user cd_values."""
+        mode, predictor, residual_map, coder = self.ids
+        return (mode, predictor | residual_map << 8 | coder << 16, self.threads, self.time_axis,
+                self.lag)
+
+    @classmethod
+    def from_cd_values(cls, values) -> Options:
+        """Options from stored cd_values (the first five; those set_local appends are ignored)."""
+        values = tuple(int(v) for v in values)
+        user = values[:USER_VALUES] + (0,) * (USER_VALUES - len(values[:USER_VALUES]))
+        mode, coding, threads, time_axis, lag = user
+        if coding >> 24:
+            raise ValueError(f"karoo: unknown bits {coding:#x} in cd_values[1]")
+        return cls.make(
+            mode=_by_id(MODES, mode, "mode", 0),
+            predictor=_by_id(PREDICTORS, coding & 0xFF, "predictor", 1),
+            residual_map=_by_id(RESIDUAL_MAPS, coding >> 8 & 0xFF, "residual map", 1),
+            coder=_by_id(CODERS, coding >> 16 & 0xFF, "coder", 1),
+            threads=threads,
+            time_axis=time_axis,
+            lag=lag,
+        )
+
+    def as_dict(self) -> dict:
+        """The options as keyword arguments."""
+        return {
+            "mode": self.mode,
+            "predictor": self.predictor,
+            "residual_map": self.residual_map,
+            "coder": self.coder,
+            "threads": self.threads,
+            "time_axis": self.time_axis,
+            "lag": self.lag,
+        }

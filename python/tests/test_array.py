@@ -1,0 +1,132 @@
+"""karoo.compress / karoo.decompress: chunks identical to the HDF5 filter's, dtypes, errors,
+and parallel decoding from Python threads (ctypes releases the GIL)."""
+
+import pickle
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import h5py
+import numpy as np
+import pytest
+
+import karoo
+from conftest import same_bits, visibilities
+
+
+@pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16", "i1", "u2", "i4", "u8", "<i4,<i4"])
+def test_round_trip_every_dtype(dtype):
+    data = visibilities((33, 7, 3), "f8" if "," in dtype else dtype)
+    if "," in dtype:
+        pair = np.zeros(data.shape, dtype)
+        pair["f0"], pair["f1"] = (data * 1000).astype("i4"), (data * -300).astype("i4")
+        data = pair
+    elif np.dtype(dtype).kind in "iu":
+        data = (data * 50).astype(dtype)
+    chunk = karoo.compress(data)
+    assert isinstance(chunk, bytes) and chunk.dtype == data.dtype
+    back = karoo.decompress(chunk)
+    assert same_bits(back, data)
+    assert same_bits(karoo.decompress(bytes(chunk), dtype=data.dtype), data)
+
+
+def test_compress_writes_the_bytes_the_filter_writes(tmp_path):
+    data = visibilities((32, 24, 4))
+    options = dict(mode="archive", time_axis=0)
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        d = f.create_dataset("d", data=data, chunks=data.shape, compression=karoo.Karoo(**options))
+        _, stored = d.id.read_direct_chunk((0, 0, 0))
+    assert bytes(karoo.compress(data, **options)) == stored
+    # and a chunk from compress can be written directly
+    with h5py.File(tmp_path / "c.h5", "a") as f:
+        e = f.create_dataset("e", shape=data.shape, dtype=data.dtype, chunks=data.shape,
+                             compression=karoo.Karoo())
+        e.id.write_direct_chunk((0, 0, 0), karoo.compress(data))
+    with h5py.File(tmp_path / "c.h5", "r") as f:
+        assert same_bits(f["e"][...], data)
+
+
+def test_decompress_into_out_and_shape_from_the_chunk():
+    data = visibilities((10, 6, 4), "c8")
+    chunk = karoo.compress(data, lag=0, predictor="previous")
+    out = np.empty_like(data)
+    assert karoo.decompress(chunk, out=out) is out
+    assert same_bits(out, data)
+    assert karoo.decompress(bytes(chunk), dtype="c8").shape == (10, 6, 4)
+    flat = np.empty(data.size, data.dtype)
+    karoo.decompress(chunk, out=flat)
+    assert same_bits(flat, data.reshape(-1))
+    with pytest.raises(ValueError, match=r"karoo: out holds 8 bytes, the chunk decodes to 1920"):
+        karoo.decompress(chunk, out=np.empty(1, "c8"))
+
+
+def test_dtype_is_recorded_by_compress_or_required():
+    chunk = karoo.compress(np.arange(12, dtype="f4"))
+    assert pickle.loads(pickle.dumps(chunk)).dtype == np.dtype("f4")
+    with pytest.raises(TypeError, match="karoo: the chunk does not record its dtype; pass dtype="):
+        karoo.decompress(bytes(chunk))
+
+
+def test_corrupted_chunks_raise_karoo_errors():
+    data = visibilities((64, 64), "f4")
+    chunk = bytearray(karoo.compress(data))
+    chunk[len(chunk) // 2] ^= 0x10
+    with pytest.raises(karoo.KarooError, match="karoo: corrupt chunk"):
+        karoo.decompress(chunk, dtype="f4")
+    with pytest.raises(karoo.KarooError, match=r"karoo: not a karoo chunk \(bad magic bytes\)"):
+        karoo.decompress(b"KAR0" + bytes(100), dtype="f4")
+    with pytest.raises(karoo.KarooError, match="karoo: corrupt chunk: truncated"):
+        karoo.decompress(bytes(chunk[:40]), dtype="f4")
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError, match="karoo: time_axis 2 is out of range for an array of rank 2"):
+        karoo.compress(np.zeros((4, 4), "f4"), time_axis=2)
+    with pytest.raises(ValueError, match="karoo: lag 17 exceeds the 16 elements of one step along the time axis"):
+        karoo.compress(np.zeros((4, 4), "f4"), lag=17)
+    with pytest.raises(TypeError, match="karoo: cannot compress arrays of Python objects"):
+        karoo.compress(np.array([object()] * 4))
+
+
+def test_describe_reports_the_codings():
+    data = visibilities((64, 32, 4), "c8")
+    info = karoo.describe(karoo.compress(data, predictor="previous"))
+    assert info["shape"] == [64, 32, 4, 2] and info["word_size"] == 4
+    assert info["mode"] == "fast" and not info["stored"]
+    assert sum(info["codings"].values()) == info["tiles"]
+    assert all(name.startswith("previous/") for name in info["codings"])
+
+
+def test_decoding_releases_the_gil():
+    # While a thread is inside one long decode, the main thread keeps running Python code:
+    # with the GIL held it would stall for the whole call.
+    chunk = karoo.compress(visibilities((1024, 1024, 8), "c8"), threads=1)
+    done = threading.Event()
+    spans = []
+
+    def decode():
+        start = time.perf_counter()
+        karoo.decompress(chunk, threads=1)
+        spans.append(time.perf_counter() - start)
+        done.set()
+
+    worker = threading.Thread(target=decode)
+    last, longest = time.perf_counter(), 0.0
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    assert longest < 0.5 * spans[0], (longest, spans[0])
+
+
+def test_threads_decode_chunks_read_with_read_direct_chunk(tmp_path):
+    data = visibilities((256, 64, 4), "c8")
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        f.create_dataset("d", data=data, chunks=(32, 64, 4), compression=karoo.Karoo())
+    with h5py.File(tmp_path / "t.h5", "r") as f:
+        d = f["d"]
+        raw = [d.id.read_direct_chunk((t, 0, 0))[1] for t in range(0, 256, 32)]
+        with ThreadPoolExecutor(4) as pool:
+            parts = list(pool.map(lambda c: karoo.decompress(c, dtype=d.dtype, threads=1), raw))
+    assert same_bits(np.concatenate(parts), data)
