@@ -148,7 +148,7 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=7u8 {
+    for coder in 1..=9u8 {
         assert!(
             tile_codings().any(|c| c.ends_with(&format!(".{coder}"))),
             "coder {coder}"
@@ -443,6 +443,18 @@ fn cases() -> Vec<Case> {
         int_bytes(&wide, 2, 50.0),
         p,
     );
+    // The general-purpose coders: byte-shuffled residuals through LZ4 and Zstandard.
+    for coder in [8u32, 9] {
+        let p = with_coding(params(4, &[24, 16, 2], Mode::Fast), 1, 2, coder);
+        add(format!("v1_f32_coder{coder}"), floats.clone(), p);
+        let mut p = with_coding(params(8, &[32, 24], Mode::Archive), 1, 3, coder);
+        p.element = ElementKind::Integer;
+        add(
+            format!("v1_i64_coder{coder}"),
+            int_bytes(&values, 8, 1e9),
+            p,
+        );
+    }
     // Holt, medians and means through archive mode's context Huffman and Rice too.
     for (predictor, coder) in [(10u32, 5u32), (8, 3), (9, 4), (7, 2), (6, 1)] {
         let p = with_coding(params(4, &[48, 20], Mode::Archive), predictor, 3, coder);
