@@ -5,11 +5,12 @@ use crate::axis::{self, Axis};
 use crate::buffers;
 use crate::checksum;
 use crate::error::Result;
-use crate::format::{Header, FLAG_STORED};
+use crate::format::{Header, FLAG_SCALED, FLAG_STORED};
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::params::{ElementKind, Params};
 use crate::pool::{self, map_shared};
 use crate::predict::residual::ResidualMap;
+use crate::scaled;
 use crate::tile::{self, Candidates};
 
 /// Compresses one chunk of `data` described by `params`.
@@ -18,11 +19,40 @@ use crate::tile::{self, Candidates};
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
-    let plan = Plan::new(data, params)?;
-    if data.len() >= JOINED_MIN_BYTES && !pool::runs_in_parallel(params.threads, plan.tiles.len()) {
-        return Ok(plan.compress_joined(data));
+    let shape = params.validate(data.len())?;
+    let plain = Plan::new(data, &shape, params, None)?.compress(data);
+    Ok(match compress_scaled(data, &shape, params) {
+        Some(scaled) if scaled.len() < plain.len() => {
+            buffers::give(plain);
+            scaled
+        }
+        _ => plain,
+    })
+}
+
+/// The chunk coded as scaled integers (header flag bit 1), if its floats are integers
+/// times a scale per group of words (see [`scaled`]) and the integers code to fewer
+/// bytes than the data.
+fn compress_scaled(data: &[u8], shape: &[usize], params: &Params) -> Option<Vec<u8>> {
+    if params.element != ElementKind::Float {
+        return None;
     }
-    Ok(plan.compress_parts(data).into_vec())
+    let (integers, scales) = match params.word_size {
+        4 => scaled::scaled_integers::<u32>(data, shape),
+        8 => scaled::scaled_integers::<u64>(data, shape),
+        _ => None,
+    }?;
+    let params = Params {
+        element: ElementKind::Integer,
+        ..params.clone()
+    };
+    let mut section = Vec::new();
+    scales.write(&mut section);
+    let chunk = Plan::new(&integers, shape, &params, Some(section))
+        .ok()?
+        .compress(&integers);
+    // A chunk that did not compress was stored: its bytes are the integers, not the data.
+    (chunk[6] & FLAG_STORED == 0).then_some(chunk)
 }
 
 /// Smallest chunk [`compress`] codes one tile after another straight into the buffer it
@@ -78,7 +108,18 @@ impl Drop for Packed {
 
 /// [`compress`], leaving the chunk in parts (see [`Packed`]).
 pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
-    Ok(Plan::new(data, params)?.compress_parts(data))
+    let shape = params.validate(data.len())?;
+    if let Some(scaled) = compress_scaled(data, &shape, params) {
+        let plain = Plan::new(data, &shape, params, None)?.compress_parts(data);
+        if scaled.len() < plain.len() {
+            return Ok(Packed {
+                parts: vec![scaled],
+            });
+        }
+        buffers::give(scaled);
+        return Ok(plain);
+    }
+    Ok(Plan::new(data, &shape, params, None)?.compress_parts(data))
 }
 
 /// What compressing a chunk needs before its tiles are coded: the header so far, the
@@ -91,18 +132,30 @@ struct Plan {
     spatial: Spatial,
     word_size: usize,
     threads: usize,
+    /// The scale section written after the header (scaled integers), else empty.
+    scale_section: Vec<u8>,
 }
 
 impl Plan {
-    fn new(data: &[u8], params: &Params) -> Result<Plan> {
-        let shape = params.validate(data.len())?;
-        let axis = choose_axis(data, &shape, params);
-        let geometry = Geometry::from_shape(&shape, axis.time_axis, axis.lag)?;
-        let spatial = Spatial::of_shape(&shape, axis.time_axis, params.components);
+    /// The plan for `data` of (validated) `shape`; with a scale section, `data` are the
+    /// integers of a chunk of scaled integers.
+    fn new(
+        data: &[u8],
+        shape: &[usize],
+        params: &Params,
+        scale_section: Option<Vec<u8>>,
+    ) -> Result<Plan> {
+        let axis = choose_axis(data, shape, params);
+        let geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
+        let spatial = Spatial::of_shape(shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {
             mode: params.mode.id(),
-            flags: 0,
+            flags: if scale_section.is_some() {
+                FLAG_SCALED
+            } else {
+                0
+            },
             predictor: params.predictor.map_or(0, |p| p.id()),
             residual_map: params.residual_map.map_or(0, |m| m.id()),
             coder: candidates.coder.id(),
@@ -124,7 +177,29 @@ impl Plan {
             spatial,
             word_size: params.word_size,
             threads: params.threads,
+            scale_section: scale_section.unwrap_or_default(),
         })
+    }
+
+    /// The whole chunk in one buffer: coded straight into it when one thread codes a
+    /// large chunk, else in parts joined afterwards.
+    fn compress(self, data: &[u8]) -> Vec<u8> {
+        if data.len() >= JOINED_MIN_BYTES && !pool::runs_in_parallel(self.threads, self.tiles.len())
+        {
+            return self.compress_joined(data);
+        }
+        self.compress_parts(data).into_vec()
+    }
+
+    /// Bytes of the header and the scale section.
+    fn head_len(&self) -> usize {
+        self.header.encoded_len() + self.scale_section.len()
+    }
+
+    /// Writes the header and the scale section to `out`.
+    fn write_head(&self, out: &mut Vec<u8>) {
+        self.header.write(out);
+        out.extend_from_slice(&self.scale_section);
     }
 
     /// The tiles coded in parallel, each into its own buffer.
@@ -145,8 +220,8 @@ impl Plan {
             };
         }
         // The header's buffer has room for the payloads: `into_vec` appends them there.
-        let mut head = buffers::take(self.header.encoded_len() + sizes.iter().sum::<usize>());
-        self.header.write(&mut head);
+        let mut head = buffers::take(self.head_len() + sizes.iter().sum::<usize>());
+        self.write_head(&mut head);
         let mut parts = Vec::with_capacity(1 + payloads.len());
         parts.push(head);
         parts.extend(payloads);
@@ -159,7 +234,7 @@ impl Plan {
     fn compress_joined(mut self, data: &[u8]) -> Vec<u8> {
         // The header's length depends on the tile count only.
         self.header.tile_sizes = vec![0; self.tiles.len()];
-        let header_len = self.header.encoded_len();
+        let header_len = self.head_len();
         let room: usize = self.tiles.iter().map(|t| self.max_payload_len(t)).sum();
         let mut out = buffers::take(header_len + room);
         out.resize(header_len, 0);
@@ -176,7 +251,7 @@ impl Plan {
             return self.stored(data);
         }
         let mut head = Vec::with_capacity(header_len);
-        self.header.write(&mut head);
+        self.write_head(&mut head);
         out[..header_len].copy_from_slice(&head);
         out
     }
@@ -212,7 +287,7 @@ impl Plan {
     /// chunk is to be stored instead (the payloads are no smaller than the data, or a
     /// tile's size does not fit the table).
     fn finish_header(&mut self, data: &[u8], sizes: &[usize], digests: &[u64]) -> bool {
-        let payload_len: usize = sizes.iter().sum();
+        let payload_len: usize = sizes.iter().sum::<usize>() + self.scale_section.len();
         let fits_table = sizes.iter().all(|&size| u32::try_from(size).is_ok());
         if payload_len >= data.len() || !fits_table {
             return false;
@@ -225,6 +300,7 @@ impl Plan {
     /// The chunk stored verbatim after its header.
     fn stored(mut self, data: &[u8]) -> Vec<u8> {
         self.header.flags = FLAG_STORED;
+        self.scale_section.clear();
         self.header.checksum = checksum::data_checksum(data);
         self.header.tile_sizes = Vec::new();
         let mut out = buffers::take(self.header.encoded_len() + data.len());

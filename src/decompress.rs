@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::pool::map_shared;
+use crate::scaled::{self, Scales};
 use crate::tile::{self, RowSegments, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Decompresses a chunk produced by [`compress`](crate::compress).
@@ -48,6 +49,8 @@ enum Body<'a> {
         geometry: Geometry,
         tiles: Vec<Tile>,
         payloads: Vec<&'a [u8]>,
+        /// The scale section of a chunk of scaled integers.
+        scales: Option<Scales>,
     },
 }
 
@@ -70,12 +73,20 @@ impl<'a> Chunk<'a> {
         } else {
             let geometry = header.geometry()?;
             let tiles = geometry.tiles();
+            let (scales, payload) = if header.is_scaled() {
+                let words = header.decoded_size / u64::from(header.word_size);
+                let (scales, len) = Scales::parse(payload, words)?;
+                (Some(scales), &payload[len..])
+            } else {
+                (None, payload)
+            };
             let payloads = split_payloads(payload, &header.tile_sizes)?;
             check_tile_sizes(&geometry, &tiles, &payloads, header.word_size as usize)?;
             Body::Tiled {
                 geometry,
                 tiles,
                 payloads,
+                scales,
             }
         };
         Ok(Chunk { header, body })
@@ -123,24 +134,46 @@ impl<'a> Chunk<'a> {
                 geometry,
                 tiles,
                 payloads,
+                scales,
             } => {
                 let decoder = TileDecoder {
                     geometry,
                     word_size: header.word_size as usize,
                     spatial: header.spatial,
                 };
-                let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
-                checksum::combine_digests(&digests)
+                let Some(scales) = scales else {
+                    let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
+                    return check(header, checksum::combine_digests(&digests));
+                };
+                // Scaled integers: decoded and checked as integers, then turned into
+                // floats, then handed to the caller's buffer.
+                let mut integers = vec![0u8; out.len()];
+                let digests =
+                    decode_tiles(decoder, tiles, payloads, &mut integers, threads, &as_bytes)?;
+                check(header, checksum::combine_digests(&digests))?;
+                scaled::dequantise_bytes(&mut integers, decoder.word_size, scales);
+                init(out).copy_from_slice(&integers);
+                return Ok(());
             }
         };
-        if actual != header.checksum {
-            return Err(Error::ChecksumMismatch {
-                stored: header.checksum,
-                actual,
-            });
-        }
-        Ok(())
+        check(header, actual)
     }
+}
+
+/// The region itself: for decoding into a buffer of initialised bytes.
+fn as_bytes(region: &mut [u8]) -> &mut [u8] {
+    region
+}
+
+/// Refuses decoded data whose checksum `actual` is not the one `header` records.
+fn check(header: &Header, actual: u64) -> Result<()> {
+    if actual != header.checksum {
+        return Err(Error::ChecksumMismatch {
+            stored: header.checksum,
+            actual,
+        });
+    }
+    Ok(())
 }
 
 /// How a chunk's tiles are decoded: geometry, word size, Lorenzo neighbour.

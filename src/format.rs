@@ -8,7 +8,7 @@
 //! | 0 | 4 | magic `KARO` |
 //! | 4 | 1 | format version (1) |
 //! | 5 | 1 | mode (0 fast, 1 archive) |
-//! | 6 | 1 | flags (bit 0: payload stored verbatim) |
+//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header) |
 //! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
 //! | 8 | 1 | requested residual map id (0 auto) |
 //! | 9 | 1 | requested residual coder id |
@@ -46,6 +46,9 @@ pub const MAGIC: [u8; 4] = *b"KARO";
 pub const VERSION: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
 pub const FLAG_STORED: u8 = 1;
+/// Flag: the tiles code integers, turned into floats by the scale section that follows
+/// the header (see `scaled`).
+pub const FLAG_SCALED: u8 = 2;
 const FIXED_LEN: usize = 84;
 /// Largest rank of a chunk shape (HDF5 allows 32, plus one for components).
 pub const MAX_RANK: usize = 64;
@@ -226,14 +229,26 @@ impl Header {
         self.flags & FLAG_STORED != 0
     }
 
+    /// True when the tiles code scaled integers and a scale section follows the header.
+    pub fn is_scaled(&self) -> bool {
+        self.flags & FLAG_SCALED != 0
+    }
+
     /// Checks the field values that do not depend on the geometry.
     fn check_fields(&self) -> Result<()> {
         let bad = |what: String| Err(Error::CorruptHeader(what));
         if self.mode > 1 {
             return bad(format!("unknown mode {}", self.mode));
         }
-        if self.flags & !FLAG_STORED != 0 {
+        if self.flags & !(FLAG_STORED | FLAG_SCALED) != 0 {
             return bad(format!("unknown flags {:#04x}", self.flags));
+        }
+        if self.is_scaled() && (self.is_stored() || !matches!(self.word_size, 4 | 8)) {
+            return bad(format!(
+                "scaled integers in a {} chunk of {}-byte words",
+                if self.is_stored() { "stored" } else { "tiled" },
+                self.word_size
+            ));
         }
         if self.predictor != 0 && Predictor::from_id(self.predictor.into()).is_none() {
             return bad(format!("unknown predictor {}", self.predictor));

@@ -31,6 +31,7 @@ mod params;
 mod pool;
 mod predict;
 mod process_local;
+mod scaled;
 mod tile;
 mod word;
 

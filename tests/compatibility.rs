@@ -60,6 +60,10 @@ fn pinned(chunk: &[u8]) -> Pinned {
         .map(|t| u32_at(chunk, table + 4 * t) as usize)
         .collect();
     let mut at = table + 4 * tiles + 4;
+    if chunk[6] & 2 != 0 {
+        // Scaled integers: 16 fixed bytes, the coded scales, an 8-byte checksum.
+        at += 16 + u32_at(chunk, at + 12) as usize + 8;
+    }
     let mut codings = Vec::new();
     for size in sizes {
         let (predictor, packed) = (chunk[at], chunk[at + 1]);
@@ -178,6 +182,11 @@ fn golden_chunks_cover_every_coding_path() {
         );
     }
     assert!(has(&|l| l.contains(" flags=1 ")), "stored verbatim");
+    assert!(has(&|l| l.contains(" flags=2 ")), "scaled integers");
+    assert!(
+        has(&|l| l.contains(" flags=2 ") && l.contains(" word=8 ")),
+        "scaled float64 integers"
+    );
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -455,6 +464,42 @@ fn cases() -> Vec<Case> {
             p,
         );
     }
+    // Scaled integers: spectra of integers times one scale per spectrum (float32, one
+    // spectrum kept as it is for its NaN), and float64 multiples of a constant.
+    let mut scaled = Vec::new();
+    for t in 0..8usize {
+        for b in 0..4usize {
+            let scale = 1.0e-3f32 * (1.0 + ((t * 31 + b * 17) % 97) as f32 / 97.0);
+            for c in 0..64usize {
+                let wave = (c as f32 * 0.1).sin() * 3000.0;
+                let q = (wave + ((t * 131 + b * 71 + c * 29) % 401) as f32 - 200.0) as i16;
+                scaled.push(f32::from(q) * scale);
+            }
+        }
+    }
+    let scaled_bytes: Vec<u8> = scaled.iter().flat_map(|v| v.to_le_bytes()).collect();
+    for (mode, m) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+        add(
+            format!("v1_f32_scaled_{m}"),
+            scaled_bytes.clone(),
+            params(4, &[8, 4, 64], mode),
+        );
+    }
+    let mut with_nan = scaled.clone();
+    with_nan[70] = f32::NAN;
+    add(
+        "v1_f32_scaled_one_group_unscaled".into(),
+        with_nan.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        params(4, &[8, 4, 64], Mode::Fast),
+    );
+    let multiples: Vec<u8> = (0..32 * 24i32)
+        .flat_map(|i| (f64::from(i * 37 % 1000 - 500) * 0.1).to_le_bytes())
+        .collect();
+    add(
+        "v1_f64_scaled_archive".into(),
+        multiples,
+        params(8, &[32, 24], Mode::Archive),
+    );
     // Holt, medians and means through archive mode's context Huffman and Rice too.
     for (predictor, coder) in [(10u32, 5u32), (8, 3), (9, 4), (7, 2), (6, 1)] {
         let p = with_coding(params(4, &[48, 20], Mode::Archive), predictor, 3, coder);

@@ -1,5 +1,5 @@
 //! The paths that make karoo compress data of any shape: prediction along whichever
-//! axis is smoothest and the general-purpose coders. Each test checks the
+//! axis is smoothest, scaled integers, the general-purpose coders. Each test checks the
 //! path is taken (from the chunk's own header) and that the chunk round-trips exactly.
 
 use karoo::{compress, decompress, ElementKind, Mode, Params};
@@ -14,6 +14,10 @@ fn recorded(chunk: &[u8]) -> (u8, u8, Vec<u8>) {
     let tiles = u32_at(chunk, 80) as usize;
     let table = 84 + 8 * rank;
     let mut at = table + 4 * tiles + 4;
+    if chunk[6] & 2 != 0 {
+        // Scale section: 16 fixed bytes, the coded scales, an 8-byte checksum.
+        at += 16 + u32_at(chunk, at + 12) as usize + 8;
+    }
     let mut coders = Vec::new();
     for t in 0..tiles {
         coders.push(chunk[at + 1] & 15);
@@ -70,6 +74,69 @@ fn one_time_step_chunks_are_predicted_along_frequency() {
             "{mode:?}: {} bytes",
             chunk.len()
         );
+    }
+}
+
+/// Spectra of 16-bit integers times one float32 scale per spectrum, as spectrometers
+/// write them: (time, baseline, channel).
+fn scaled_spectra(times: usize, baselines: usize, channels: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in 0..times {
+        for b in 0..baselines {
+            let scale = 1.0e-3 * (1.0 + ((t * 31 + b * 17) % 97) as f32 / 97.0);
+            for c in 0..channels {
+                let shape = ((c as f32 / channels as f32) * 6.0).sin() * 12_000.0;
+                let q = (shape + ((t * 131 + b * 71 + c * 29) % 401) as f32 - 200.0) as i16;
+                out.extend_from_slice(&(f32::from(q) * scale).to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn scaled_integer_spectra_are_coded_as_integers() {
+    let shape = [16, 8, 256];
+    let data = scaled_spectra(16, 8, 256);
+    for mode in [Mode::Fast, Mode::Archive] {
+        let plain = {
+            let mut p = params(4, &shape, mode);
+            p.element = ElementKind::Other;
+            compress(&data, &p).unwrap()
+        };
+        let chunk = round_trip(&data, &params(4, &shape, mode));
+        let (_, flags, _) = recorded(&chunk);
+        assert_eq!(flags, 2, "{mode:?}: scaled integers");
+        // 16-bit integers with ~9 bits of noise: well under the float coding.
+        assert!(
+            chunk.len() * 10 < plain.len() * 8,
+            "{mode:?}: {} bytes against {} as plain words",
+            chunk.len(),
+            plain.len()
+        );
+    }
+}
+
+#[test]
+fn scaled_float64_round_trips() {
+    let data: Vec<u8> = (0..4096)
+        .flat_map(|i| (f64::from((i * 37 % 1000) - 500) * 0.0625).to_le_bytes())
+        .collect();
+    let chunk = round_trip(&data, &params(8, &[16, 256], Mode::Archive));
+    assert_eq!(recorded(&chunk).1, 2);
+}
+
+#[test]
+fn a_corrupt_scale_section_is_an_error_not_wrong_data() {
+    let shape = [16, 8, 256];
+    let data = scaled_spectra(16, 8, 256);
+    let chunk = compress(&data, &params(4, &shape, Mode::Fast)).unwrap();
+    let at = 84 + 8 * 3 + 4 * u32_at(&chunk, 80) as usize + 4;
+    for offset in [0, 8, 12, 16, 20] {
+        let mut bad = chunk.clone();
+        bad[at + offset] ^= 1;
+        let err = decompress(&bad).unwrap_err().to_string();
+        assert!(err.starts_with("karoo: corrupt chunk"), "{offset}: {err}");
     }
 }
 

@@ -314,6 +314,12 @@ fn describe(input: &[u8]) -> Result<String, String> {
     let mut codings: Vec<(String, usize)> = Vec::new();
     if !header.is_stored() {
         let mut at = header_len;
+        if header.is_scaled() {
+            // The scale section: 16 fixed bytes, the coded scales, an 8-byte checksum
+            // (its length was validated by `decoded_len`).
+            let coded = u32::from_le_bytes(input[at + 12..at + 16].try_into().expect("4 bytes"));
+            at += 16 + coded as usize + 8;
+        }
         for &size in &header.tile_sizes {
             let payload = &input[at..at + size as usize];
             at += size as usize;
@@ -332,7 +338,7 @@ fn describe(input: &[u8]) -> Result<String, String> {
     Ok(format!(
         "{{\"mode\": \"{mode}\", \"stored\": {}, \"word_size\": {}, \"shape\": [{}], \
          \"time_axis\": {}, \"lag\": {}, \"decoded_size\": {}, \"encoded_size\": {}, \
-         \"tiles\": {}, \"codings\": {{{}}}}}",
+         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}}}",
         header.is_stored(),
         header.word_size,
         shape.join(", "),
@@ -341,7 +347,8 @@ fn describe(input: &[u8]) -> Result<String, String> {
         header.decoded_size,
         input.len(),
         header.tile_sizes.len(),
-        codings.join(", ")
+        codings.join(", "),
+        header.is_scaled()
     ))
 }
 

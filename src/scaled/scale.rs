@@ -1,0 +1,380 @@
+//! Scaled integers: floats that are an integer times a scale shared by a group of
+//! values (spectrometer and correlator output stored as 16-bit integers times a scale
+//! per spectrum), coded as the integers, which predict and pack far better than the
+//! floats' noisy low mantissa bits.
+//!
+//! A chunk of float words is cut into groups of `group` consecutive words. For every
+//! group the encoder looks for a scale `s` (a float64) and integers `q` such that each
+//! word `x` is exactly `to_word(q as f64 * s)`: for float32 words the float64 product
+//! rounded to the nearest float32, for float64 words the product itself. Both ways a
+//! writer may have computed `x` (a float32 product `q * s32`, or a float64 product cast
+//! to float32) give the same bits this way, because `q * s32` is exact in float64. A
+//! group with no such scale is kept as it is, marked by a NaN scale, and its words are
+//! coded as integers unchanged.
+
+use crate::word::Word;
+
+/// Largest integer magnitude a group may hold: exactly representable in the word's
+/// float type, so `q as f64` loses nothing and integers stay small for the coders.
+fn max_integer(word_bytes: usize) -> i64 {
+    if word_bytes == 4 {
+        1 << 24
+    } else {
+        1 << 52
+    }
+}
+
+/// The scale marking a group whose words are kept as they are.
+pub const UNSCALED: u64 = u64::MAX;
+
+/// Integers of full-scale ranges writers commonly scale to (signed and unsigned 8, 12,
+/// 16 and 24 bits).
+const FULL_SCALES: [f64; 12] = [
+    127.0,
+    128.0,
+    255.0,
+    2047.0,
+    2048.0,
+    4095.0,
+    32767.0,
+    32768.0,
+    65535.0,
+    8_388_607.0,
+    8_388_608.0,
+    16_777_215.0,
+];
+/// The smallest nonzero magnitude is tried as this many multiples of the scale at most.
+const SMALLEST_MULTIPLES: u32 = 64;
+
+/// The float a word holds, as float64.
+fn value<T: Word>(x: T) -> f64 {
+    if T::BYTES == 4 {
+        f64::from(f32::from_bits(x.to_u64() as u32))
+    } else {
+        f64::from_bits(x.to_u64())
+    }
+}
+
+/// The word of `q * scale`, rounded as described in the module documentation.
+pub fn dequantise<T: Word>(q: i64, scale: f64) -> T {
+    let product = q as f64 * scale;
+    if T::BYTES == 4 {
+        T::from_u64(u64::from((product as f32).to_bits()))
+    } else {
+        T::from_u64(product.to_bits())
+    }
+}
+
+/// The integer of `x` under `scale`, if `x` is exactly that integer times it.
+fn quantise<T: Word>(x: T, scale: f64) -> Option<i64> {
+    let q = (value(x) / scale).round();
+    if !q.is_finite() || q.abs() > max_integer(T::BYTES) as f64 {
+        return None;
+    }
+    let q = q as i64;
+    (dequantise::<T>(q, scale) == x).then_some(q)
+}
+
+/// A scale under which every word of `group` is an integer multiple, if one is found.
+///
+/// Candidates, each verified on every word: the smallest rung (the smallest magnitude,
+/// or the smallest gap between magnitudes) taken as 1 to 64 times the scale and climbed
+/// through the larger rungs (see [`climb`]), then the largest magnitude over common
+/// full-scale integers; each also as the middle of the interval of scales the words'
+/// rounding allows (see [`refine`]).
+pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
+    let mut largest = 0.0f64;
+    let mut smallest = f64::INFINITY;
+    for &x in group {
+        let v = value(x).abs();
+        if !v.is_finite() {
+            return None;
+        }
+        if v > 0.0 {
+            largest = largest.max(v);
+            smallest = smallest.min(v);
+        }
+    }
+    if largest == 0.0 {
+        // Zeros only (positive zeros: a negative zero is no multiple of 1).
+        return group
+            .iter()
+            .all(|&x| quantise(x, 1.0).is_some())
+            .then_some(1.0);
+    }
+    let fits = |scale: f64| {
+        scale.is_finite() && scale > 0.0 && group.iter().all(|&x| quantise(x, scale).is_some())
+    };
+    let rungs = rungs(group, largest);
+    let smallest_rung = rungs.first().copied().unwrap_or(smallest);
+    // Seeds, largest scale first: the smallest rung as a small multiple of the scale
+    // (climbed through every rung to full precision), then common full-scale ranges.
+    let climbed = (1..=SMALLEST_MULTIPLES)
+        .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
+        .flat_map(|s| [refine(group, s), Some(s)]);
+    let full_scales = FULL_SCALES
+        .iter()
+        .map(|&d| largest / d)
+        .flat_map(|s| [refine(group, s), Some(s), Some(f64::from(s as f32))]);
+    climbed.chain(full_scales).flatten().find(|&s| fits(s))
+}
+
+/// The rungs a scale is climbed through: the distinct magnitudes of (up to
+/// [`DIVISOR_SAMPLE`] of) the values, the gaps between them and their differences from
+/// the smallest, ascending, rungs closer
+/// than rounding noise counted once. Every rung is a multiple of the scale (up to
+/// rounding); the smallest, a gap when every value is large, a small multiple.
+fn rungs<T: Word>(group: &[T], largest: f64) -> Vec<f64> {
+    let tolerance = largest * DIVISOR_TOLERANCE;
+    let step = group.len().div_ceil(DIVISOR_SAMPLE).max(1);
+    let mut magnitudes: Vec<f64> = group
+        .iter()
+        .step_by(step)
+        .map(|&x| value(x).abs())
+        .filter(|&v| v > 0.0)
+        .collect();
+    magnitudes.sort_by(f64::total_cmp);
+    magnitudes.dedup();
+    let mut ladder: Vec<f64> = magnitudes.windows(2).map(|w| w[1] - w[0]).collect();
+    // Differences from the smallest magnitude span the whole range in small steps, so
+    // the climb from a small gap reaches large values without skipping a multiple.
+    ladder.extend(magnitudes.iter().map(|&v| v - magnitudes[0]));
+    ladder.extend_from_slice(&magnitudes);
+    ladder.retain(|&v| v > tolerance);
+    ladder.sort_by(f64::total_cmp);
+    let mut distinct: Vec<f64> = Vec::with_capacity(ladder.len());
+    for v in ladder {
+        if distinct.last().is_none_or(|&last| v - last > tolerance) {
+            distinct.push(v);
+        }
+    }
+    distinct
+}
+
+/// `seed` refined through `rungs` (ascending): each rung divided by its nearest multiple
+/// of the estimate so far, so the relative error shrinks to the largest rung's rounding;
+/// `None` as soon as a rung is not near a multiple.
+fn climb(rungs: &[f64], seed: f64) -> Option<f64> {
+    let mut scale = seed;
+    for &v in rungs {
+        let ratio = v / scale;
+        let q = ratio.round();
+        if q < 1.0 || (ratio - q).abs() > CLIMB_SLACK {
+            return None;
+        }
+        scale = v / q;
+    }
+    Some(scale)
+}
+
+/// How far from a whole multiple of the estimate a rung may be while climbing.
+const CLIMB_SLACK: f64 = 0.25;
+
+/// A scale close to `approximate` that makes every word of `group` an exact multiple,
+/// if the integers `approximate` gives admit one: for float32 words, the middle of the
+/// interval of scales each word's rounding allows; for float64 words, the scale of the
+/// largest multiple.
+fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
+    let (mut low, mut high) = (0.0f64, f64::INFINITY);
+    let mut largest = (0.0f64, 0.0f64);
+    for &x in group {
+        let v = value(x);
+        let q = (v / approximate).round();
+        if q == 0.0 {
+            continue;
+        }
+        if v.abs() > largest.0 {
+            largest = (v.abs(), q.abs());
+        }
+        if T::BYTES == 4 {
+            // The float32s rounding to v: half an ulp either side.
+            let f = v.abs() as f32;
+            let below = f64::from(f32::from_bits(f.to_bits() - 1));
+            let above = f64::from(f32::from_bits(f.to_bits() + 1));
+            let (lo, hi) = ((v.abs() + below) / 2.0, (v.abs() + above) / 2.0);
+            low = low.max(lo / q.abs());
+            high = high.min(hi / q.abs());
+        }
+    }
+    if largest.1 == 0.0 {
+        return None;
+    }
+    if T::BYTES == 4 {
+        // Closed intervals: a product that was a tie rounded to the even float32 puts the
+        // writer's scale exactly on an end.
+        (low <= high).then_some(low + (high - low) / 2.0)
+    } else {
+        Some(largest.0 / largest.1)
+    }
+}
+
+/// Values of a group the rungs are taken from.
+const DIVISOR_SAMPLE: usize = 1024;
+/// Remainders below this fraction of the largest magnitude count as zero: above the
+/// rounding error of integers of up to about 2^19 times a float32 scale.
+const DIVISOR_TOLERANCE: f64 = 1.0 / (1u64 << 20) as f64;
+
+/// Integers of a chunk of float words in groups of `group` words, with each group's
+/// scale (its bits; [`UNSCALED`] for a group kept as it is).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantised<T> {
+    /// The words as integers (two's complement in the word's width), or as they were
+    /// in unscaled groups.
+    pub integers: Vec<T>,
+    /// The bits of each group's float64 scale, or [`UNSCALED`].
+    pub scales: Vec<u64>,
+}
+
+/// `words` as integers in groups of `group`, if at most `max_unscaled` groups (and not
+/// all) lack a scale. Returns early, having looked at little, when the first groups
+/// have none.
+pub fn quantise_chunk<T: Word>(
+    words: &[T],
+    group: usize,
+    max_unscaled: usize,
+) -> Option<Quantised<T>> {
+    if group == 0 || words.is_empty() {
+        return None;
+    }
+    let mut integers = Vec::with_capacity(words.len());
+    let mut scales = Vec::with_capacity(words.len().div_ceil(group));
+    let mut unscaled = 0;
+    for g in words.chunks(group) {
+        match find_scale(g) {
+            Some(scale) => {
+                scales.push(scale.to_bits());
+                integers.extend(
+                    g.iter()
+                        .map(|&x| T::from_u64(quantise(x, scale).expect("scale fits") as u64)),
+                );
+            }
+            None => {
+                unscaled += 1;
+                if unscaled > max_unscaled {
+                    return None;
+                }
+                scales.push(UNSCALED);
+                integers.extend_from_slice(g);
+            }
+        }
+    }
+    (unscaled < scales.len()).then_some(Quantised { integers, scales })
+}
+
+/// Turns decoded integers back into the floats, group by group, in place.
+pub fn dequantise_in_place<T: Word>(words: &mut [T], group: usize, scales: &[u64]) {
+    for (g, &bits) in words.chunks_mut(group).zip(scales) {
+        if bits == UNSCALED {
+            continue;
+        }
+        let scale = f64::from_bits(bits);
+        for x in g {
+            *x = dequantise::<T>(signed(*x), scale);
+        }
+    }
+}
+
+/// A word's bits as a two's complement integer of its width.
+fn signed<T: Word>(x: T) -> i64 {
+    let shift = 64 - T::BITS;
+    ((x.to_u64() << shift) as i64) >> shift
+}
+
+/// Whether `scale_bits` is a scale a decoder accepts: [`UNSCALED`], or a positive
+/// finite float64.
+pub fn valid_scale(scale_bits: u64) -> bool {
+    let s = f64::from_bits(scale_bits);
+    scale_bits == UNSCALED || (s.is_finite() && s > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_words(values: &[f32]) -> Vec<u32> {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn int16_spectra_times_a_float32_scale_are_found() {
+        let scale = 0.003_172_f32;
+        let q: Vec<i32> = (0..256).map(|i| ((i * 37) % 2001) - 1000).collect();
+        let x: Vec<f32> = q.iter().map(|&q| q as f32 * scale).collect();
+        let words = f32_words(&x);
+        let found = quantise_chunk(&words, 256, 0).expect("scaled integers");
+        assert_eq!(found.scales.len(), 1);
+        let mut back = found.integers.clone();
+        dequantise_in_place(&mut back, 256, &found.scales);
+        assert_eq!(back, words);
+        let s = f64::from_bits(found.scales[0]);
+        let ints: Vec<i64> = found.integers.iter().map(|&w| signed(w)).collect();
+        // The integers found are the writer's, or a fixed multiple of them.
+        let k = ints[1] / i64::from(q[1]);
+        assert!(k != 0 && ints.iter().zip(&q).all(|(&a, &b)| a == k * i64::from(b)));
+        assert!(s > 0.0);
+    }
+
+    #[test]
+    fn spectra_of_large_integers_are_found() {
+        // Autocorrelation-like spectra: all values large, no small multiple present.
+        let scale = 0.000_371_3_f32;
+        let q: Vec<i32> = (0..512).map(|i| 20_000 + ((i * 7919) % 9001)).collect();
+        let x: Vec<f32> = q.iter().map(|&q| q as f32 * scale).collect();
+        let words = f32_words(&x);
+        let found = quantise_chunk(&words, 512, 0).expect("scaled integers");
+        let mut back = found.integers.clone();
+        dequantise_in_place(&mut back, 512, &found.scales);
+        assert_eq!(back, words);
+        assert!(found.integers.iter().all(|&w| signed(w).abs() < 1 << 16));
+    }
+
+    #[test]
+    fn float64_products_cast_to_float32_are_found() {
+        let scale = 1.0 / 3.0f64;
+        let x: Vec<f32> = (0..100)
+            .map(|i| (f64::from(i * 7 - 300) * scale) as f32)
+            .collect();
+        let words = f32_words(&x);
+        let found = quantise_chunk(&words, 100, 0).expect("scaled integers");
+        let mut back = found.integers.clone();
+        dequantise_in_place(&mut back, 100, &found.scales);
+        assert_eq!(back, words);
+    }
+
+    #[test]
+    fn noisy_floats_have_no_scale_and_stop_early() {
+        let x: Vec<f32> = (0..1000)
+            .map(|i| (i as f32 * 0.1).sin() * 1.234_567)
+            .collect();
+        assert!(find_scale(&f32_words(&x)).is_none());
+        assert!(quantise_chunk(&f32_words(&x), 100, 1).is_none());
+    }
+
+    #[test]
+    fn special_values_leave_a_group_unscaled() {
+        let mut x: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+        x[3] = f32::NAN;
+        let mut words = f32_words(&x);
+        words.extend(f32_words(
+            &(0..64).map(|i| i as f32 * 0.25).collect::<Vec<_>>(),
+        ));
+        let found = quantise_chunk(&words, 64, 1).expect("one group scaled");
+        assert_eq!(found.scales[0], UNSCALED);
+        let mut back = found.integers.clone();
+        dequantise_in_place(&mut back, 64, &found.scales);
+        assert_eq!(back, words);
+        // Negative zero is no integer multiple: its group stays unscaled.
+        assert!(find_scale(&f32_words(&[-0.0, 1.0])).is_none());
+    }
+
+    #[test]
+    fn float64_words_round_trip() {
+        let x: Vec<u64> = (0..50)
+            .map(|i| (f64::from(i) * 0.125 - 3.0).to_bits())
+            .collect();
+        let found = quantise_chunk(&x, 50, 0).expect("scaled");
+        let mut back = found.integers.clone();
+        dequantise_in_place(&mut back, 50, &found.scales);
+        assert_eq!(back, x);
+    }
+}
