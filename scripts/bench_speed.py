@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Speed of karoo against its peers, one thread, in one run.
+
+Two tables:
+
+1. The codecs alone, one thread, on one chunk of each workload (the generated MeerKAT-like
+   observation, a chunk of 16 time steps; each UVH5 file of ../shared/data, a chunk of up
+   to 4 MiB of whole time steps; generated int16 x scale spectra): stored/raw, compress
+   and decompress MB/s of karoo fast and archive (the installed Python package, its C API),
+   pcodec level 8 (the chunk's series laid along time), Blosc2 bitshuffle+LZ4 5 and
+   shuffle+Zstd 5 (python-blosc2, one thread) and a memory copy. Codecs are measured in
+   interleaved rounds (every codec once per round, best of the rounds), so a burst of load
+   on the shared machine hits them all alike.
+2. Through h5py: the generated observation written and read with no filter, karoo fast
+   and Bitshuffle+LZ4 at 1 and 16 time steps per chunk (files in /dev/shm, chunk cache
+   off, all cores), with each filter's throughput as a fraction of no filter's.
+
+Run after `pip install .` (karoo's Python package carries the plugin):
+
+    python scripts/bench_speed.py [--quick] [--rounds 5] [--doc]
+
+`--doc` writes the tables into docs/benchmarks.md (section "speed"), labelled with the
+date, commit, machine and command.
+"""
+
+import argparse
+import os
+import pathlib
+import shlex
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_doc  # noqa: E402
+import datasets  # noqa: E402
+
+CHUNK_BYTES = 4 << 20
+
+
+def series_along_time(chunk):
+    """The chunk's series with time varying fastest, component after component (as pcodec
+    and the other standalone codecs get them in the compression benchmark)."""
+    if chunk.dtype.names:
+        parts = [chunk[name] for name in chunk.dtype.names]
+    elif chunk.dtype.kind == "c":
+        parts = [chunk.real, chunk.imag]
+    else:
+        parts = [chunk]
+    return np.concatenate([np.ascontiguousarray(p.reshape(p.shape[0], -1).T).ravel() for p in parts])
+
+
+def as_words(chunk):
+    """The chunk as an array karoo's Python API codes: complex and {r, i} compounds as
+    their components on a trailing axis."""
+    if chunk.dtype.names:
+        return np.stack([chunk[name] for name in chunk.dtype.names], axis=-1)
+    return chunk
+
+
+def workloads(quick):
+    """(name, chunk with time on axis 0) of every workload."""
+    out = []
+    obs = datasets.meerkat_like(ntime=16, nchan=1024 if quick else 4096)
+    out.append((f"generated observation, 16 steps {obs.shape}", obs))
+    for path in datasets.uvh5_files():
+        time_major, _, _ = datasets.load_hera(path)
+        step_bytes = time_major[0].nbytes
+        steps = max(1, min(time_major.shape[0], CHUNK_BYTES // max(step_bytes, 1)))
+        chunk = np.ascontiguousarray(time_major[:steps])
+        out.append((f"{path.name.removesuffix('.uvh5')}, {steps} steps", chunk))
+    spectra = datasets.scaled_int16_spectra(ntime=16, nbl=28, nchan=512 if quick else 1024)
+    out.append((f"generated int16 x scale spectra {spectra.shape}", spectra))
+    return out
+
+
+def codecs():
+    """name -> (compress(chunk) -> packed, decompress(packed, chunk) -> array)."""
+    import blosc2
+    import karoo
+    from pcodec import ChunkConfig, standalone
+
+    blosc2.set_nthreads(1)
+
+    def karoo_codec(mode):
+        def pack(chunk):
+            return karoo.compress(as_words(chunk), mode=mode, threads=1)
+
+        def unpack(packed, chunk):
+            return karoo.decompress(packed, threads=1)
+
+        return pack, unpack
+
+    def pcodec_pack(chunk):
+        return standalone.simple_compress(series_along_time(chunk), ChunkConfig(compression_level=8))
+
+    def pcodec_unpack(packed, chunk):
+        return standalone.simple_decompress(packed)
+
+    def blosc(filter_, cname):
+        def pack(chunk):
+            return blosc2.compress2(series_along_time(chunk), codec=cname, clevel=5,
+                                    typesize=series_along_time(chunk).itemsize, filters=[filter_],
+                                    filters_meta=[0], nthreads=1)
+
+        def unpack(packed, chunk):
+            return blosc2.decompress2(packed, nthreads=1)
+
+        return pack, unpack
+
+    return {
+        "karoo fast": karoo_codec("fast"),
+        "karoo archive": karoo_codec("archive"),
+        "pcodec 8": (pcodec_pack, pcodec_unpack),
+        "blosc2 bitshuffle+lz4 5": blosc(blosc2.Filter.BITSHUFFLE, blosc2.Codec.LZ4),
+        "blosc2 shuffle+zstd 5": blosc(blosc2.Filter.SHUFFLE, blosc2.Codec.ZSTD),
+    }
+
+
+def packed_len(packed):
+    """Bytes of a codec's output."""
+    return len(bytes(packed)) if not isinstance(packed, (bytes, bytearray)) else len(packed)
+
+
+def exact(name, chunk, decoded):
+    """True when `decoded` is `chunk` bit for bit (series order for the standalone peers)."""
+    expected = as_words(chunk) if name.startswith("karoo") else series_along_time(chunk)
+    got = np.asarray(decoded) if not isinstance(decoded, (bytes, bytearray)) else np.frombuffer(decoded, np.uint8)
+    return got.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def codec_table(emit, quick, rounds):
+    """Table 1: the codecs alone, one thread, interleaved rounds."""
+    named = codecs()
+    emit("## The codecs alone, one thread")
+    emit()
+    emit(f"Best of {rounds} interleaved rounds; MB/s of raw bytes; pcodec and Blosc2 code the chunk's "
+         "series laid along time. Compare columns within one workload only.")
+    for title, chunk in workloads(quick):
+        times = {name: [float("inf"), float("inf")] for name in list(named) + ["memcpy"]}
+        sizes = {}
+        for _ in range(rounds):
+            for name, (pack, unpack) in named.items():
+                start = time.perf_counter()
+                packed = pack(chunk)
+                mid = time.perf_counter()
+                decoded = unpack(packed, chunk)
+                end = time.perf_counter()
+                times[name][0] = min(times[name][0], mid - start)
+                times[name][1] = min(times[name][1], end - mid)
+                if name not in sizes:
+                    if not exact(name, chunk, decoded):
+                        raise RuntimeError(f"{name} is not bit-exact on {title}")
+                    sizes[name] = packed_len(packed)
+            start = time.perf_counter()
+            copy = chunk.copy()
+            times["memcpy"][0] = times["memcpy"][1] = min(times["memcpy"][0], time.perf_counter() - start)
+            del copy
+        emit()
+        emit(f"### {title}, {chunk.dtype}, {chunk.nbytes / 2**20:.1f} MiB")
+        emit()
+        emit("| codec | stored/raw | compress MB/s | decompress MB/s |")
+        emit("|---|---|---|---|")
+        for name, (pack_s, unpack_s) in times.items():
+            ratio = f"{sizes[name] / chunk.nbytes:.3f}" if name in sizes else "1"
+            emit(f"| {name} | {ratio} | {chunk.nbytes / pack_s / 1e6:.0f} | {chunk.nbytes / unpack_s / 1e6:.0f} |")
+
+
+def h5py_table(emit, quick, rounds):
+    """Table 2: through h5py against no filter, all cores."""
+    import h5py
+    import hdf5plugin
+    import karoo  # noqa: F401  (registers the filter with h5py)
+
+    obs = datasets.meerkat_like(ntime=32 if quick else 128)
+    filters = {
+        "no filter": {},
+        "karoo fast": {"compression": 52033},
+        "bitshuffle+lz4": dict(hdf5plugin.Bitshuffle(cname="lz4")),
+    }
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    emit()
+    emit(f"## Through h5py: generated observation {obs.shape} {obs.dtype}, {obs.nbytes >> 20} MiB")
+    emit()
+    emit(f"Files in {folder or 'the temporary folder'}, chunk cache off, all cores, best of {rounds} "
+         "interleaved rounds; MB/s of raw bytes.")
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        path = pathlib.Path(tmp) / "speed.h5"
+        for step in (1, 16):
+            chunks = (step,) + obs.shape[1:]
+            best = {name: [float("inf"), float("inf"), 0] for name in filters}
+            for _ in range(rounds):
+                for name, kwargs in filters.items():
+                    start = time.perf_counter()
+                    with h5py.File(path, "w", rdcc_nbytes=0) as f:
+                        f.create_dataset("d", data=obs, chunks=chunks, **kwargs)
+                    mid = time.perf_counter()
+                    with h5py.File(path, "r", rdcc_nbytes=0) as f:
+                        back = f["d"][...]
+                        stored = f["d"].id.get_storage_size()
+                    end = time.perf_counter()
+                    if back.tobytes() != obs.tobytes():
+                        raise RuntimeError(f"{name} is not bit-exact")
+                    best[name] = [min(best[name][0], mid - start), min(best[name][1], end - mid), stored]
+            emit()
+            emit(f"### {step} time step(s) per chunk, chunks {chunks}")
+            emit()
+            emit("| filter | stored/raw | write MB/s | read MB/s | write vs no filter | read vs no filter |")
+            emit("|---|---|---|---|---|---|")
+            none_w, none_r, _ = best["no filter"]
+            for name, (w, r, stored) in best.items():
+                emit(f"| {name} | {stored / obs.nbytes:.3f} | {obs.nbytes / w / 1e6:.0f} | {obs.nbytes / r / 1e6:.0f} "
+                     f"| {none_w / w:.2f} | {none_r / r:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller workloads")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the best of each is kept")
+    parser.add_argument("--doc", action="store_true", help="write the tables into docs/benchmarks.md")
+    args = parser.parse_args()
+    command = "python scripts/bench_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    with bench_doc.capture("speed", command.strip(), enabled=args.doc):
+        codec_table(print, args.quick, args.rounds)
+        h5py_table(print, args.quick, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
