@@ -2,12 +2,25 @@
 //! `scripts/research/probes.py` builds against two revisions and runs interleaved.
 //!
 //! Usage: `probe FILE ROWS REPEATS [archive]`. FILE holds the chunk's raw little-endian
-//! float32 words (complex64 pairs), ROWS time rows of equal length. Prints the ratio
+//! float32 words (complex64 pairs), ROWS time rows of equal length (or the shape in
+//! `KAROO_PROBE_SHAPE`). Prints the ratio
 //! and the best compress and decompress throughputs in MB/s of REPEATS runs each.
 
 use std::time::Instant;
 
 use karoo::{compress, decompress_with, Mode, Params};
+
+/// The chunk's shape: `KAROO_PROBE_SHAPE` (comma-separated, slowest first, ending in the
+/// 2 components) when set, else (ROWS, elements per row, 2).
+fn shape(rows: usize, elements: usize) -> Vec<usize> {
+    match std::env::var("KAROO_PROBE_SHAPE") {
+        Ok(text) => text
+            .split(',')
+            .map(|d| d.trim().parse().expect("KAROO_PROBE_SHAPE: numbers"))
+            .collect(),
+        Err(_) => vec![rows, elements, 2],
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -32,7 +45,7 @@ fn main() {
         } else {
             Mode::Fast
         },
-        ..Params::new(4, &[rows, elements, 2])
+        ..Params::new(4, &shape(rows, elements))
     };
     let best = |work: &mut dyn FnMut()| {
         (0..repeats.max(1))

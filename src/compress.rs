@@ -7,7 +7,7 @@ use crate::checksum;
 use crate::error::Result;
 use crate::format::{Header, FLAG_SCALED, FLAG_STORED};
 use crate::layout::{Geometry, Spatial, Tile};
-use crate::params::{ElementKind, Params};
+use crate::params::{ElementKind, Mode, Params};
 use crate::pool::{self, map_shared};
 use crate::predict::residual::ResidualMap;
 use crate::scaled;
@@ -20,14 +20,26 @@ use crate::tile::{self, Candidates};
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
     let shape = params.validate(data.len())?;
-    let plain = Plan::new(data, &shape, params, None)?.compress(data);
-    Ok(match compress_scaled(data, &shape, params) {
-        Some(scaled) if scaled.len() < plain.len() => {
-            buffers::give(plain);
-            scaled
+    let scaled = compress_scaled(data, &shape, params);
+    if let Some(scaled) = scaled {
+        if clearly_smaller(&scaled, data, params) {
+            return Ok(scaled);
         }
-        _ => plain,
-    })
+        let plain = Plan::new(data, &shape, params, None)?.compress(data);
+        if scaled.len() < plain.len() {
+            buffers::give(plain);
+            return Ok(scaled);
+        }
+        return Ok(plain);
+    }
+    Ok(Plan::new(data, &shape, params, None)?.compress(data))
+}
+
+/// Whether fast mode keeps a chunk of scaled integers without also coding the floats:
+/// when it is under 3/4 of the data, which the floats' noisy low mantissa bits do not
+/// approach. Archive mode always codes both and keeps the smaller.
+fn clearly_smaller(scaled: &[u8], data: &[u8], params: &Params) -> bool {
+    params.mode == Mode::Fast && scaled.len() * 4 < data.len() * 3
 }
 
 /// The chunk coded as scaled integers (header flag bit 1), if its floats are integers
@@ -110,6 +122,11 @@ impl Drop for Packed {
 pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
     let shape = params.validate(data.len())?;
     if let Some(scaled) = compress_scaled(data, &shape, params) {
+        if clearly_smaller(&scaled, data, params) {
+            return Ok(Packed {
+                parts: vec![scaled],
+            });
+        }
         let plain = Plan::new(data, &shape, params, None)?.compress_parts(data);
         if scaled.len() < plain.len() {
             return Ok(Packed {

@@ -67,12 +67,31 @@ pub fn dequantise<T: Word>(q: i64, scale: f64) -> T {
 
 /// The integer of `x` under `scale`, if `x` is exactly that integer times it.
 fn quantise<T: Word>(x: T, scale: f64) -> Option<i64> {
-    let q = (value(x) / scale).round();
-    if !q.is_finite() || q.abs() > max_integer(T::BYTES) as f64 {
+    quantise_with(x, scale, 1.0 / scale)
+}
+
+/// [`quantise`] with the scale's reciprocal given: the nearest integer of `x * inverse`
+/// (half away from zero), kept only when it turns back into exactly `x`. A quotient
+/// off by one near a half fails the check, so the reciprocal loses nothing.
+#[inline]
+fn quantise_with<T: Word>(x: T, scale: f64, inverse: f64) -> Option<i64> {
+    let r = value(x) * inverse;
+    // NaN and infinities fail too.
+    if r.is_nan() || r.abs() > max_integer(T::BYTES) as f64 {
         return None;
     }
-    let q = q as i64;
+    let q = (r + 0.5f64.copysign(r)) as i64;
     (dequantise::<T>(q, scale) == x).then_some(q)
+}
+
+/// Whether every word of `group` is an integer times `scale`.
+fn fits<T: Word>(group: &[T], scale: f64) -> bool {
+    let inverse = 1.0 / scale;
+    scale.is_finite()
+        && scale > 0.0
+        && group
+            .iter()
+            .all(|&x| quantise_with(x, scale, inverse).is_some())
 }
 
 /// A scale under which every word of `group` is an integer multiple, if one is found.
@@ -83,6 +102,11 @@ fn quantise<T: Word>(x: T, scale: f64) -> Option<i64> {
 /// full-scale integers; each also as the middle of the interval of scales the words'
 /// rounding allows (see [`refine`]).
 pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
+    // A group has a scale only if its first words do: most groups of other data are
+    // turned down after a look at those.
+    if group.len() > HEAD_WORDS {
+        find_scale(&group[..HEAD_WORDS])?;
+    }
     let mut largest = 0.0f64;
     let mut smallest = f64::INFINITY;
     for &x in group {
@@ -102,22 +126,31 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
             .all(|&x| quantise(x, 1.0).is_some())
             .then_some(1.0);
     }
-    let fits = |scale: f64| {
-        scale.is_finite() && scale > 0.0 && group.iter().all(|&x| quantise(x, scale).is_some())
-    };
     let rungs = rungs(group, largest);
     let smallest_rung = rungs.first().copied().unwrap_or(smallest);
     // Seeds, largest scale first: the smallest rung as a small multiple of the scale
     // (climbed through every rung to full precision), then common full-scale ranges.
+    // A seed is refined over the whole group only when the first words' rounding admits
+    // it: most wrong seeds cost a look at a few dozen words.
+    let head = &group[..group.len().min(HEAD_WORDS)];
+    let admitted = |s: &f64| refine(head, *s).is_some();
     let climbed = (1..=SMALLEST_MULTIPLES)
         .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
+        .filter(admitted)
         .flat_map(|s| [refine(group, s), Some(s)]);
     let full_scales = FULL_SCALES
         .iter()
         .map(|&d| largest / d)
+        .filter(admitted)
         .flat_map(|s| [refine(group, s), Some(s), Some(f64::from(s as f32))]);
-    climbed.chain(full_scales).flatten().find(|&s| fits(s))
+    climbed
+        .chain(full_scales)
+        .flatten()
+        .find(|&s| fits(group, s))
 }
+
+/// Words at the start of a group a seed must fit before it is refined over the group.
+const HEAD_WORDS: usize = 64;
 
 /// The rungs a scale is climbed through: the distinct magnitudes of (up to
 /// [`DIVISOR_SAMPLE`] of) the values, the gaps between them and their differences from
@@ -135,21 +168,49 @@ fn rungs<T: Word>(group: &[T], largest: f64) -> Vec<f64> {
         .collect();
     magnitudes.sort_by(f64::total_cmp);
     magnitudes.dedup();
-    let mut ladder: Vec<f64> = magnitudes.windows(2).map(|w| w[1] - w[0]).collect();
-    // Differences from the smallest magnitude span the whole range in small steps, so
-    // the climb from a small gap reaches large values without skipping a multiple.
-    ladder.extend(magnitudes.iter().map(|&v| v - magnitudes[0]));
-    ladder.extend_from_slice(&magnitudes);
-    ladder.retain(|&v| v > tolerance);
-    ladder.sort_by(f64::total_cmp);
-    let mut distinct: Vec<f64> = Vec::with_capacity(ladder.len());
+    let Some(&least) = magnitudes.first() else {
+        return Vec::new();
+    };
+    // Three ascending lists merged: the gaps (sorted), the differences from the
+    // smallest magnitude and the magnitudes (both ascending already).
+    let mut gaps: Vec<f64> = magnitudes.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_by(f64::total_cmp);
+    let differences = magnitudes.iter().map(|&v| v - least);
+    let ladder = merge(&merge(&gaps, differences), magnitudes.iter().copied())
+        .into_iter()
+        .filter(|&v| v > tolerance);
+    // Rungs at least RUNG_STEP apart suffice (each halves the error at most), so the
+    // climb takes tens of steps, not thousands; near-equal rungs count once.
+    let mut kept: Vec<f64> = Vec::new();
     for v in ladder {
-        if distinct.last().is_none_or(|&last| v - last > tolerance) {
-            distinct.push(v);
+        if kept.is_empty() {
+            kept.push(v);
+            continue;
+        }
+        let last = kept[kept.len() - 1];
+        if v - last > tolerance && v >= last * RUNG_STEP {
+            kept.push(v);
         }
     }
-    distinct
+    kept
 }
+
+/// `sorted` and the ascending `other` merged into one ascending list.
+fn merge(sorted: &[f64], other: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut out = Vec::with_capacity(2 * sorted.len() + 1);
+    let mut rest = sorted.iter().copied().peekable();
+    for v in other {
+        while let Some(s) = rest.next_if(|&s| s <= v) {
+            out.push(s);
+        }
+        out.push(v);
+    }
+    out.extend(rest);
+    out
+}
+
+/// Smallest ratio between successive rungs of a climb.
+const RUNG_STEP: f64 = 1.5;
 
 /// `seed` refined through `rungs` (ascending): each rung divided by its nearest multiple
 /// of the estimate so far, so the relative error shrinks to the largest rung's rounding;
@@ -177,9 +238,14 @@ const CLIMB_SLACK: f64 = 0.25;
 fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
     let (mut low, mut high) = (0.0f64, f64::INFINITY);
     let mut largest = (0.0f64, 0.0f64);
+    let inverse = 1.0 / approximate;
     for &x in group {
         let v = value(x);
-        let q = (v / approximate).round();
+        let r = v * inverse;
+        if r.is_nan() || r.abs() > max_integer(T::BYTES) as f64 {
+            return None;
+        }
+        let q = ((r + 0.5f64.copysign(r)) as i64) as f64;
         if q == 0.0 {
             continue;
         }
@@ -194,6 +260,9 @@ fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
             let (lo, hi) = ((v.abs() + below) / 2.0, (v.abs() + above) / 2.0);
             low = low.max(lo / q.abs());
             high = high.min(hi / q.abs());
+            if low > high {
+                return None;
+            }
         }
     }
     if largest.1 == 0.0 {
@@ -209,7 +278,7 @@ fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
 }
 
 /// Values of a group the rungs are taken from.
-const DIVISOR_SAMPLE: usize = 1024;
+const DIVISOR_SAMPLE: usize = 128;
 /// Remainders below this fraction of the largest magnitude count as zero: above the
 /// rounding error of integers of up to about 2^19 times a float32 scale.
 const DIVISOR_TOLERANCE: f64 = 1.0 / (1u64 << 20) as f64;
@@ -239,14 +308,24 @@ pub fn quantise_chunk<T: Word>(
     let mut integers = Vec::with_capacity(words.len());
     let mut scales = Vec::with_capacity(words.len().div_ceil(group));
     let mut unscaled = 0;
+    let mut previous: Option<f64> = None;
     for g in words.chunks(group) {
-        match find_scale(g) {
+        // Writers often keep one scale for many groups: the previous one is tried first.
+        let reused = previous.filter(|&s| fits(g, s));
+        let found = reused.or_else(|| find_scale(g));
+        previous = found.or(previous);
+        if unscaled >= GIVE_UP_AFTER && scales.len() == unscaled && found.is_none() {
+            // The first groups have no scale: the probes were misled.
+            return None;
+        }
+        match found {
             Some(scale) => {
                 scales.push(scale.to_bits());
-                integers.extend(
-                    g.iter()
-                        .map(|&x| T::from_u64(quantise(x, scale).expect("scale fits") as u64)),
-                );
+                let inverse = 1.0 / scale;
+                integers.extend(g.iter().map(|&x| {
+                    let q = quantise_with(x, scale, inverse).expect("the scale fits every word");
+                    T::from_u64(q as u64)
+                }));
             }
             None => {
                 unscaled += 1;
@@ -260,6 +339,9 @@ pub fn quantise_chunk<T: Word>(
     }
     (unscaled < scales.len()).then_some(Quantised { integers, scales })
 }
+
+/// Groups without a scale at the start of a chunk after which it is not tried further.
+const GIVE_UP_AFTER: usize = 8;
 
 /// Turns decoded integers back into the floats, group by group, in place.
 pub fn dequantise_in_place<T: Word>(words: &mut [T], group: usize, scales: &[u64]) {
