@@ -19,20 +19,30 @@ use crate::tile::{self, Candidates};
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
+    Ok(compress_smaller(data, params, |plan| Packed::whole(plan.compress(data)))?.into_vec())
+}
+
+/// The chunk as the plain coding `code` makes it, or as scaled integers when the data
+/// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut).
+fn compress_smaller(
+    data: &[u8],
+    params: &Params,
+    code: impl FnOnce(Plan) -> Packed,
+) -> Result<Packed> {
     let shape = params.validate(data.len())?;
-    let scaled = compress_scaled(data, &shape, params);
-    if let Some(scaled) = scaled {
-        if clearly_smaller(&scaled, data, params) {
-            return Ok(scaled);
-        }
-        let plain = Plan::new(data, &shape, params, None)?.compress(data);
-        if scaled.len() < plain.len() {
-            buffers::give(plain);
-            return Ok(scaled);
-        }
-        return Ok(plain);
+    let plain = || Ok(code(Plan::new(data, &shape, params, None)?));
+    let Some(scaled) = compress_scaled(data, &shape, params) else {
+        return plain();
+    };
+    if clearly_smaller(&scaled, data, params) {
+        return Ok(Packed::whole(scaled));
     }
-    Ok(Plan::new(data, &shape, params, None)?.compress(data))
+    let plain = plain()?;
+    if scaled.len() < plain.len() {
+        return Ok(Packed::whole(scaled));
+    }
+    buffers::give(scaled);
+    Ok(plain)
 }
 
 /// Whether fast mode keeps a chunk of scaled integers without also coding the floats:
@@ -84,6 +94,11 @@ pub struct Packed {
 }
 
 impl Packed {
+    /// A chunk already in one buffer.
+    fn whole(chunk: Vec<u8>) -> Packed {
+        Packed { parts: vec![chunk] }
+    }
+
     /// Bytes of the whole chunk.
     pub fn len(&self) -> usize {
         self.parts.iter().map(Vec::len).sum()
@@ -120,23 +135,7 @@ impl Drop for Packed {
 
 /// [`compress`], leaving the chunk in parts (see [`Packed`]).
 pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
-    let shape = params.validate(data.len())?;
-    if let Some(scaled) = compress_scaled(data, &shape, params) {
-        if clearly_smaller(&scaled, data, params) {
-            return Ok(Packed {
-                parts: vec![scaled],
-            });
-        }
-        let plain = Plan::new(data, &shape, params, None)?.compress_parts(data);
-        if scaled.len() < plain.len() {
-            return Ok(Packed {
-                parts: vec![scaled],
-            });
-        }
-        buffers::give(scaled);
-        return Ok(plain);
-    }
-    Ok(Plan::new(data, &shape, params, None)?.compress_parts(data))
+    compress_smaller(data, params, |plan| plan.compress_parts(data))
 }
 
 /// What compressing a chunk needs before its tiles are coded: the header so far, the

@@ -54,5 +54,6 @@ pub mod internals {
     pub use crate::checksum::{data_checksum, digest_rows};
     pub use crate::fast::{bitplane, patched, rice};
     pub use crate::format::Header;
+    pub use crate::scaled::Scales;
     pub use crate::word::Word;
 }

@@ -8,7 +8,7 @@
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use karoo::internals::Header;
+use karoo::internals::{Header, Scales};
 use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 
 use crate::cd_values::PREDICTOR_AUTO;
@@ -315,10 +315,9 @@ fn describe(input: &[u8]) -> Result<String, String> {
     if !header.is_stored() {
         let mut at = header_len;
         if header.is_scaled() {
-            // The scale section: 16 fixed bytes, the coded scales, an 8-byte checksum
-            // (its length was validated by `decoded_len`).
-            let coded = u32::from_le_bytes(input[at + 12..at + 16].try_into().expect("4 bytes"));
-            at += 16 + coded as usize + 8;
+            let words = header.decoded_size / u64::from(header.word_size);
+            let (_, len) = Scales::parse(&input[at..], words).map_err(|e| e.to_string())?;
+            at += len;
         }
         for &size in &header.tile_sizes {
             let payload = &input[at..at + size as usize];

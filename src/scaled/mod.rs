@@ -75,15 +75,7 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
 /// in place.
 pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, scales: &Scales) {
     match word_size {
-        4 => dequantise_words::<u32>(bytes, scales),
-        _ => dequantise_words::<u64>(bytes, scales),
-    }
-}
-
-fn dequantise_words<T: Word>(bytes: &mut [u8], scales: &Scales) {
-    let mut words: Vec<T> = bytes.chunks_exact(T::BYTES).map(T::load).collect();
-    scale::dequantise_in_place(&mut words, scales.group, &scales.scales);
-    for (w, out) in words.iter().zip(bytes.chunks_exact_mut(T::BYTES)) {
-        w.store(out);
+        4 => scale::dequantise_in_place::<u32>(bytes, scales.group, &scales.scales),
+        _ => scale::dequantise_in_place::<u64>(bytes, scales.group, &scales.scales),
     }
 }

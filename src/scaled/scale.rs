@@ -343,15 +343,16 @@ pub fn quantise_chunk<T: Word>(
 /// Groups without a scale at the start of a chunk after which it is not tried further.
 const GIVE_UP_AFTER: usize = 8;
 
-/// Turns decoded integers back into the floats, group by group, in place.
-pub fn dequantise_in_place<T: Word>(words: &mut [T], group: usize, scales: &[u64]) {
-    for (g, &bits) in words.chunks_mut(group).zip(scales) {
+/// Turns the decoded integers in `bytes` (little-endian words of `T`) back into the
+/// floats, group by group, in place.
+pub fn dequantise_in_place<T: Word>(bytes: &mut [u8], group: usize, scales: &[u64]) {
+    for (g, &bits) in bytes.chunks_mut(group * T::BYTES).zip(scales) {
         if bits == UNSCALED {
             continue;
         }
         let scale = f64::from_bits(bits);
-        for x in g {
-            *x = dequantise::<T>(signed(*x), scale);
+        for word in g.chunks_exact_mut(T::BYTES) {
+            dequantise::<T>(signed(T::load(word)), scale).store(word);
         }
     }
 }
@@ -373,6 +374,16 @@ pub fn valid_scale(scale_bits: u64) -> bool {
 mod tests {
     use super::*;
 
+    /// The floats the integers of `found` (in groups of `group`) turn back into.
+    fn dequantised<T: Word>(found: &Quantised<T>, group: usize) -> Vec<T> {
+        let mut bytes = vec![0u8; found.integers.len() * T::BYTES];
+        for (w, out) in found.integers.iter().zip(bytes.chunks_exact_mut(T::BYTES)) {
+            w.store(out);
+        }
+        dequantise_in_place::<T>(&mut bytes, group, &found.scales);
+        bytes.chunks_exact(T::BYTES).map(T::load).collect()
+    }
+
     fn f32_words(values: &[f32]) -> Vec<u32> {
         values.iter().map(|v| v.to_bits()).collect()
     }
@@ -385,8 +396,7 @@ mod tests {
         let words = f32_words(&x);
         let found = quantise_chunk(&words, 256, 0).expect("scaled integers");
         assert_eq!(found.scales.len(), 1);
-        let mut back = found.integers.clone();
-        dequantise_in_place(&mut back, 256, &found.scales);
+        let back = dequantised(&found, 256);
         assert_eq!(back, words);
         let s = f64::from_bits(found.scales[0]);
         let ints: Vec<i64> = found.integers.iter().map(|&w| signed(w)).collect();
@@ -404,8 +414,7 @@ mod tests {
         let x: Vec<f32> = q.iter().map(|&q| q as f32 * scale).collect();
         let words = f32_words(&x);
         let found = quantise_chunk(&words, 512, 0).expect("scaled integers");
-        let mut back = found.integers.clone();
-        dequantise_in_place(&mut back, 512, &found.scales);
+        let back = dequantised(&found, 512);
         assert_eq!(back, words);
         assert!(found.integers.iter().all(|&w| signed(w).abs() < 1 << 16));
     }
@@ -418,8 +427,7 @@ mod tests {
             .collect();
         let words = f32_words(&x);
         let found = quantise_chunk(&words, 100, 0).expect("scaled integers");
-        let mut back = found.integers.clone();
-        dequantise_in_place(&mut back, 100, &found.scales);
+        let back = dequantised(&found, 100);
         assert_eq!(back, words);
     }
 
@@ -442,8 +450,7 @@ mod tests {
         ));
         let found = quantise_chunk(&words, 64, 1).expect("one group scaled");
         assert_eq!(found.scales[0], UNSCALED);
-        let mut back = found.integers.clone();
-        dequantise_in_place(&mut back, 64, &found.scales);
+        let back = dequantised(&found, 64);
         assert_eq!(back, words);
         // Negative zero is no integer multiple: its group stays unscaled.
         assert!(find_scale(&f32_words(&[-0.0, 1.0])).is_none());
@@ -455,8 +462,7 @@ mod tests {
             .map(|i| (f64::from(i) * 0.125 - 3.0).to_bits())
             .collect();
         let found = quantise_chunk(&x, 50, 0).expect("scaled");
-        let mut back = found.integers.clone();
-        dequantise_in_place(&mut back, 50, &found.scales);
+        let back = dequantised(&found, 50);
         assert_eq!(back, x);
     }
 }
