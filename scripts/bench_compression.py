@@ -9,7 +9,8 @@ docs/compression.md.
 Cases: every UVH5 file under --data (default ../shared/data), its blt axis sorted by
 /Header/time_array (stable) into (time, baseline, ...), visibilities as users store them
 (complex64/complex128, the raw correlators' {r, i} int32 compound as that compound); a
-generated MeerKAT-like observation; spectra of 16-bit integers times a per-spectrum float32
+generated MeerKAT-like observation, also as complex128 holding its float32 values (as
+readers of float32 formats hand data over); spectra of 16-bit integers times a per-spectrum float32
 scale (amplitudes as float32, cross-spectra as complex64); a snapshot of one integration with
 four polarisations and flagged channels. Each is chunked with 1, 2, 4, 16 and all time steps
 per chunk (sizes beyond the time count dropped), every other axis whole.
@@ -99,7 +100,9 @@ def workloads(data_dir, quick):
         time_major, _, _ = datasets.load_hera(path)
         out.append((path.name.removesuffix(".uvh5"), time_major))
     ntime, nchan = (16, 1024) if quick else (32, 2048)
-    out.append(("generated MeerKAT-like observation", datasets.meerkat_like(ntime=ntime, nchan=nchan)))
+    observation = datasets.meerkat_like(ntime=ntime, nchan=nchan)
+    out.append(("generated MeerKAT-like observation", observation))
+    out.append(("generated observation, float32 values as complex128", observation.astype(np.complex128)))
     sma = dict(ntime=16, nbl=28, nchan=512) if quick else dict(ntime=32, nbl=28, nchan=1024)
     out.append(("generated int16 x scale spectra, float32", datasets.scaled_int16_spectra(complex_=False, **sma)))
     out.append(("generated int16 x scale cross-spectra, complex64", datasets.scaled_int16_spectra(**sma)))

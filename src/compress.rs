@@ -5,8 +5,9 @@ use crate::axis::{self, Axis};
 use crate::buffers;
 use crate::checksum;
 use crate::error::Result;
-use crate::format::{Header, FLAG_SCALED, FLAG_STORED};
+use crate::format::{Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_SCALED, FLAG_STORED};
 use crate::layout::{Geometry, Spatial, Tile};
+use crate::narrow;
 use crate::params::{ElementKind, Mode, Params};
 use crate::pool::{self, map_shared};
 use crate::predict::residual::ResidualMap;
@@ -19,19 +20,37 @@ use crate::tile::{self, Candidates};
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
-    Ok(compress_smaller(data, params, |plan| Packed::whole(plan.compress(data)))?.into_vec())
+    Ok(compress_smaller(data, params, |plan, words| {
+        Packed::whole(plan.compress(words))
+    })?
+    .into_vec())
 }
 
 /// The chunk as the plain coding `code` makes it, or as scaled integers when the data
-/// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut).
+/// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut); float64
+/// data that holds float32 values is narrowed first (see [`narrow`]). `code` gets the
+/// plan and the words it codes.
 fn compress_smaller(
     data: &[u8],
     params: &Params,
-    code: impl FnOnce(Plan) -> Packed,
+    code: impl FnOnce(Plan, &[u8]) -> Packed,
 ) -> Result<Packed> {
     let shape = params.validate(data.len())?;
-    let plain = || Ok(code(Plan::new(data, &shape, params, None)?));
-    let Some(scaled) = compress_scaled(data, &shape, params) else {
+    let narrowed = narrowed(data, params);
+    let narrow_params;
+    let (data, params) = match &narrowed {
+        Some(words) => {
+            narrow_params = Params {
+                word_size: 4,
+                ..params.clone()
+            };
+            (words.as_slice(), &narrow_params)
+        }
+        None => (data, params),
+    };
+    let narrowed = narrowed.is_some();
+    let plain = || Ok(code(Plan::new(data, &shape, params, None, narrowed)?, data));
+    let Some(scaled) = compress_scaled(data, &shape, params, narrowed) else {
         return plain();
     };
     if clearly_smaller(&scaled, data, params) {
@@ -45,6 +64,13 @@ fn compress_smaller(
     Ok(plain)
 }
 
+/// The float32 words of float64 float data whose every word equals a float32 value.
+fn narrowed(data: &[u8], params: &Params) -> Option<Vec<u8>> {
+    (params.element == ElementKind::Float && params.word_size == 8)
+        .then(|| narrow::narrowed(data))
+        .flatten()
+}
+
 /// Whether fast mode keeps a chunk of scaled integers without also coding the floats:
 /// when it is under 3/4 of the data, which the floats' noisy low mantissa bits do not
 /// approach. Archive mode always codes both and keeps the smaller.
@@ -55,7 +81,12 @@ fn clearly_smaller(scaled: &[u8], data: &[u8], params: &Params) -> bool {
 /// The chunk coded as scaled integers (header flag bit 1), if its floats are integers
 /// times a scale per group of words (see [`scaled`]) and the integers code to fewer
 /// bytes than the data.
-fn compress_scaled(data: &[u8], shape: &[usize], params: &Params) -> Option<Vec<u8>> {
+fn compress_scaled(
+    data: &[u8],
+    shape: &[usize],
+    params: &Params,
+    narrowed: bool,
+) -> Option<Vec<u8>> {
     if params.element != ElementKind::Float {
         return None;
     }
@@ -70,11 +101,11 @@ fn compress_scaled(data: &[u8], shape: &[usize], params: &Params) -> Option<Vec<
     };
     let mut section = Vec::new();
     scales.write(&mut section);
-    let chunk = Plan::new(&integers, shape, &params, Some(section))
+    let chunk = Plan::new(&integers, shape, &params, Some(section), narrowed)
         .ok()?
         .compress(&integers);
     // A chunk that did not compress was stored: its bytes are the integers, not the data.
-    (chunk[6] & FLAG_STORED == 0).then_some(chunk)
+    (chunk[FLAGS_OFFSET] & FLAG_STORED == 0).then_some(chunk)
 }
 
 /// Smallest chunk [`compress`] codes one tile after another straight into the buffer it
@@ -135,7 +166,7 @@ impl Drop for Packed {
 
 /// [`compress`], leaving the chunk in parts (see [`Packed`]).
 pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
-    compress_smaller(data, params, |plan| plan.compress_parts(data))
+    compress_smaller(data, params, |plan, words| plan.compress_parts(words))
 }
 
 /// What compressing a chunk needs before its tiles are coded: the header so far, the
@@ -154,12 +185,14 @@ struct Plan {
 
 impl Plan {
     /// The plan for `data` of (validated) `shape`; with a scale section, `data` are the
-    /// integers of a chunk of scaled integers.
+    /// integers of a chunk of scaled integers; when `narrowed`, the words are the float32
+    /// words of float64 data (and `params` says 4-byte words).
     fn new(
         data: &[u8],
         shape: &[usize],
         params: &Params,
         scale_section: Option<Vec<u8>>,
+        narrowed: bool,
     ) -> Result<Plan> {
         let axis = choose_axis(data, shape, params);
         let geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
@@ -171,13 +204,13 @@ impl Plan {
                 FLAG_SCALED
             } else {
                 0
-            },
+            } | if narrowed { FLAG_NARROWED } else { 0 },
             predictor: params.predictor.map_or(0, |p| p.id()),
             residual_map: params.residual_map.map_or(0, |m| m.id()),
             coder: candidates.coder.id(),
-            word_size: params.word_size as u8,
+            word_size: if narrowed { 8 } else { params.word_size as u8 },
             time_axis: axis.time_axis as u8,
-            decoded_size: data.len() as u64,
+            decoded_size: data.len() as u64 * if narrowed { 2 } else { 1 },
             lag: geometry.lag as u64,
             tiling: geometry.tiling,
             spatial,
@@ -315,7 +348,7 @@ impl Plan {
 
     /// The chunk stored verbatim after its header.
     fn stored(mut self, data: &[u8]) -> Vec<u8> {
-        self.header.flags = FLAG_STORED;
+        self.header.flags = FLAG_STORED | (self.header.flags & FLAG_NARROWED);
         self.scale_section.clear();
         self.header.checksum = checksum::data_checksum(data);
         self.header.tile_sizes = Vec::new();

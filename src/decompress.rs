@@ -5,6 +5,7 @@ use crate::checksum;
 use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::layout::{Geometry, Spatial, Tile};
+use crate::narrow;
 use crate::pool::map_shared;
 use crate::scaled::{self, Scales};
 use crate::tile::{self, RowSegments, StridedRows, TileRows, TILE_HEADER_LEN};
@@ -62,11 +63,11 @@ impl<'a> Chunk<'a> {
         let (header, header_len) = Header::parse(input, limit)?;
         let payload = &input[header_len..];
         let body = if header.is_stored() {
-            if payload.len() as u64 != header.decoded_size {
+            if payload.len() as u64 != header.coded_size() {
                 return Err(Error::Truncated(format!(
                     "stored payload of {} bytes, header declares {}",
                     payload.len(),
-                    header.decoded_size
+                    header.coded_size()
                 )));
             }
             Body::Stored(payload)
@@ -81,7 +82,7 @@ impl<'a> Chunk<'a> {
                 (None, payload)
             };
             let payloads = split_payloads(payload, &header.tile_sizes)?;
-            check_tile_sizes(&geometry, &tiles, &payloads, header.word_size as usize)?;
+            check_tile_sizes(&geometry, &tiles, &payloads, header.coded_word_size())?;
             Body::Tiled {
                 geometry,
                 tiles,
@@ -124,39 +125,47 @@ impl<'a> Chunk<'a> {
                 header.decoded_size
             )));
         }
-        let actual = match &self.body {
+        let (geometry, tiles, payloads, scales) = match &self.body {
             Body::Stored(payload) => {
-                let out = init(out);
-                out.copy_from_slice(payload);
-                checksum::data_checksum(out)
+                check(header, checksum::data_checksum(payload))?;
+                widen_or_copy(header, payload, init(out));
+                return Ok(());
             }
             Body::Tiled {
                 geometry,
                 tiles,
                 payloads,
                 scales,
-            } => {
-                let decoder = TileDecoder {
-                    geometry,
-                    word_size: header.word_size as usize,
-                    spatial: header.spatial,
-                };
-                let Some(scales) = scales else {
-                    let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
-                    return check(header, checksum::combine_digests(&digests));
-                };
-                // Scaled integers: decoded and checked as integers, then turned into
-                // floats, then handed to the caller's buffer.
-                let mut integers = vec![0u8; out.len()];
-                let digests =
-                    decode_tiles(decoder, tiles, payloads, &mut integers, threads, &as_bytes)?;
-                check(header, checksum::combine_digests(&digests))?;
-                scaled::dequantise_bytes(&mut integers, decoder.word_size, scales);
-                init(out).copy_from_slice(&integers);
-                return Ok(());
-            }
+            } => (geometry, tiles, payloads, scales),
         };
-        check(header, actual)
+        let decoder = TileDecoder {
+            geometry,
+            word_size: header.coded_word_size(),
+            spatial: header.spatial,
+        };
+        if scales.is_none() && !header.is_narrowed() {
+            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
+            return check(header, checksum::combine_digests(&digests));
+        }
+        // Scaled integers and narrowed words: decoded and checked as coded, then turned
+        // into floats, then handed to the caller's buffer.
+        let mut coded = vec![0u8; header.coded_size() as usize];
+        let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
+        check(header, checksum::combine_digests(&digests))?;
+        if let Some(scales) = scales {
+            scaled::dequantise_bytes(&mut coded, decoder.word_size, scales);
+        }
+        widen_or_copy(header, &coded, init(out));
+        Ok(())
+    }
+}
+
+/// The coded words of a chunk into `out`: widened when narrowed, else as they are.
+fn widen_or_copy(header: &Header, coded: &[u8], out: &mut [u8]) {
+    if header.is_narrowed() {
+        narrow::widen_into(coded, out);
+    } else {
+        out.copy_from_slice(coded);
     }
 }
 

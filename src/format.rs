@@ -8,7 +8,7 @@
 //! | 0 | 4 | magic `KARO` |
 //! | 4 | 1 | format version (1) |
 //! | 5 | 1 | mode (0 fast, 1 archive) |
-//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header) |
+//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header; bit 2: float64 words coded as float32 words) |
 //! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
 //! | 8 | 1 | requested residual map id (0 auto) |
 //! | 9 | 1 | requested residual coder id |
@@ -49,6 +49,11 @@ pub const FLAG_STORED: u8 = 1;
 /// Flag: the tiles code integers, turned into floats by the scale section that follows
 /// the header (see `scaled`).
 pub const FLAG_SCALED: u8 = 2;
+/// Flag: float64 words coded as the float32 words they equal (see `narrow`): the stored
+/// payload, scale section and tiles hold 4-byte words.
+pub const FLAG_NARROWED: u8 = 4;
+/// Offset of the flags byte in the header.
+pub const FLAGS_OFFSET: usize = 6;
 const FIXED_LEN: usize = 84;
 /// Largest rank of a chunk shape (HDF5 allows 32, plus one for components).
 pub const MAX_RANK: usize = 64;
@@ -234,19 +239,48 @@ impl Header {
         self.flags & FLAG_SCALED != 0
     }
 
+    /// True when float64 words are coded as float32 words.
+    pub fn is_narrowed(&self) -> bool {
+        self.flags & FLAG_NARROWED != 0
+    }
+
+    /// Bytes per word of what the payload codes: 4 when narrowed, else the word size.
+    pub fn coded_word_size(&self) -> usize {
+        if self.is_narrowed() {
+            4
+        } else {
+            usize::from(self.word_size)
+        }
+    }
+
+    /// Bytes the payload codes: the decoded size, halved when narrowed.
+    pub fn coded_size(&self) -> u64 {
+        if self.is_narrowed() {
+            self.decoded_size / 2
+        } else {
+            self.decoded_size
+        }
+    }
+
     /// Checks the field values that do not depend on the geometry.
     fn check_fields(&self) -> Result<()> {
         let bad = |what: String| Err(Error::CorruptHeader(what));
         if self.mode > 1 {
             return bad(format!("unknown mode {}", self.mode));
         }
-        if self.flags & !(FLAG_STORED | FLAG_SCALED) != 0 {
+        if self.flags & !(FLAG_STORED | FLAG_SCALED | FLAG_NARROWED) != 0 {
             return bad(format!("unknown flags {:#04x}", self.flags));
         }
         if self.is_scaled() && (self.is_stored() || !matches!(self.word_size, 4 | 8)) {
             return bad(format!(
                 "scaled integers in a {} chunk of {}-byte words",
                 if self.is_stored() { "stored" } else { "tiled" },
+                self.word_size
+            ));
+        }
+        if self.is_narrowed() && self.word_size != 8 {
+            return bad(format!(
+                "float64 narrowed to float32 in a chunk of {}-byte words",
                 self.word_size
             ));
         }

@@ -27,6 +27,7 @@ mod fast;
 mod format;
 mod isa;
 mod layout;
+mod narrow;
 mod params;
 mod pool;
 mod predict;

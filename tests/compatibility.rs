@@ -187,6 +187,9 @@ fn golden_chunks_cover_every_coding_path() {
         has(&|l| l.contains(" flags=2 ") && l.contains(" word=8 ")),
         "scaled float64 integers"
     );
+    assert!(has(&|l| l.contains(" flags=4 ")), "narrowed float64");
+    assert!(has(&|l| l.contains(" flags=5 ")), "narrowed float64 stored");
+    assert!(has(&|l| l.contains(" flags=6 ")), "narrowed float64 scaled");
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -262,6 +265,32 @@ fn f32_with_specials(shape: &[usize], seed: u64) -> Vec<u8> {
         bytes[4 * at..4 * at + 4].copy_from_slice(&specials[k % specials.len()].to_le_bytes());
     }
     bytes
+}
+
+/// Little-endian float32 words widened to the float64 words they equal, bit by bit as
+/// docs/format.md's table for narrowed chunks gives (NaN payloads kept).
+fn widened(f32_words: &[u8]) -> Vec<u8> {
+    f32_words
+        .chunks_exact(4)
+        .flat_map(|w| {
+            let f = u32::from_le_bytes(w.try_into().unwrap());
+            let (s, e, m) = (
+                u64::from(f >> 31) << 63,
+                u64::from((f >> 23) & 255),
+                u64::from(f & 0x7f_ffff),
+            );
+            let x = match (e, m) {
+                (255, _) => s | 2047 << 52 | m << 29,
+                (0, 0) => s,
+                (0, _) => {
+                    let p = 63 - u64::from(m.leading_zeros());
+                    s | (p + 874) << 52 | (m - (1 << p)) << (52 - p)
+                }
+                _ => s | (e + 896) << 52 | m << 29,
+            };
+            x.to_le_bytes()
+        })
+        .collect()
 }
 
 fn int_bytes(values: &[f64], word: usize, scale: f64) -> Vec<u8> {
@@ -499,6 +528,29 @@ fn cases() -> Vec<Case> {
         "v1_f64_scaled_archive".into(),
         multiples,
         params(8, &[32, 24], Mode::Archive),
+    );
+    // Narrowed float64: complex128 holding float32 values (with special bit patterns),
+    // stored (incompressible float32 bits) and scaled (integers times a scale).
+    for (mode, m) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+        let mut p = params(8, &[16, 12, 2], mode);
+        p.components = 2;
+        add(
+            format!("v1_complex128_narrowed_{m}"),
+            widened(&f32_with_specials(&[16, 12, 2], 12)),
+            p,
+        );
+    }
+    let mut rng = SplitMix(13);
+    let noise: Vec<u8> = (0..256).flat_map(|_| rng.next().to_le_bytes()).collect();
+    add(
+        "v1_f64_narrowed_stored".into(),
+        widened(&noise),
+        params(8, &[512], Mode::Fast),
+    );
+    add(
+        "v1_f64_narrowed_scaled_fast".into(),
+        widened(&scaled_bytes),
+        params(8, &[8, 4, 64], Mode::Fast),
     );
     // Holt, medians and means through archive mode's context Huffman and Rice too.
     for (predictor, coder) in [(10u32, 5u32), (8, 3), (9, 4), (7, 2), (6, 1)] {

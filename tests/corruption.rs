@@ -136,3 +136,21 @@ fn digests_are_xxh3_64_as_chunks_already_written_store_them() {
     let data = pattern(1 << 20);
     assert_eq!(digest_rows(data.chunks(4103)), 0x8f85_eea5_1538_8aa3);
 }
+
+/// The narrowed flag (float64 coded as float32) on a chunk of other than 8-byte words is
+/// a corrupt header, even with a header checksum that matches.
+#[test]
+fn narrowed_flag_on_other_word_sizes_is_refused() {
+    use karoo::internals::Header;
+    let data = smooth_f32(&[16, 64], 5);
+    let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
+    let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    header.flags |= 4;
+    let mut forged = Vec::new();
+    header.write(&mut forged);
+    forged.extend_from_slice(&packed[len..]);
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        "karoo: corrupt chunk: float64 narrowed to float32 in a chunk of 4-byte words"
+    );
+}

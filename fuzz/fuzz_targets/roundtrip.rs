@@ -19,6 +19,8 @@ struct Input {
     element: u8,
     complex: bool,
     threads: u8,
+    /// With 8-byte words: the data are float32 words widened to float64 (narrowed chunks).
+    widen: bool,
     data: Vec<u8>,
 }
 
@@ -38,6 +40,14 @@ fn predictor(byte: u8, n: u8) -> Option<Predictor> {
     pick(&all, byte)
 }
 
+/// The float64 word equal to float32 word `f`, NaN payloads kept (docs/format.md).
+fn widen(f: u32) -> u64 {
+    if f & 0x7f80_0000 == 0x7f80_0000 {
+        return u64::from(f >> 31) << 63 | 0x7ff0_0000_0000_0000 | u64::from(f & 0x7f_ffff) << 29;
+    }
+    f64::from(f32::from_bits(f)).to_bits()
+}
+
 fuzz_target!(|input: Input| {
     let word = [1usize, 2, 4, 8][usize::from(input.word % 4)];
     let mut shape: Vec<usize> = input.dims.iter().take(4).map(|&d| usize::from(d % 17)).collect();
@@ -53,6 +63,9 @@ fuzz_target!(|input: Input| {
     }
     let data: Vec<u8> = if input.data.is_empty() {
         vec![0; words * word]
+    } else if word == 8 && input.widen {
+        let narrow: Vec<u8> = input.data.iter().cycle().take(words * 4).copied().collect();
+        narrow.chunks_exact(4).flat_map(|f| widen(u32::from_le_bytes(f.try_into().unwrap())).to_le_bytes()).collect()
     } else {
         input.data.iter().cycle().take(words * word).copied().collect()
     };

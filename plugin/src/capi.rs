@@ -337,7 +337,7 @@ fn describe(input: &[u8]) -> Result<String, String> {
     Ok(format!(
         "{{\"mode\": \"{mode}\", \"stored\": {}, \"word_size\": {}, \"shape\": [{}], \
          \"time_axis\": {}, \"lag\": {}, \"decoded_size\": {}, \"encoded_size\": {}, \
-         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}}}",
+         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}, \"narrowed_float64\": {}}}",
         header.is_stored(),
         header.word_size,
         shape.join(", "),
@@ -347,7 +347,8 @@ fn describe(input: &[u8]) -> Result<String, String> {
         input.len(),
         header.tile_sizes.len(),
         codings.join(", "),
-        header.is_scaled()
+        header.is_scaled(),
+        header.is_narrowed()
     ))
 }
 
