@@ -10,7 +10,8 @@ Cases: every UVH5 file under --data (default ../shared/data), its blt axis sorte
 /Header/time_array (stable) into (time, baseline, ...), visibilities as users store them
 (complex64/complex128, the raw correlators' {r, i} int32 compound as that compound); a
 generated MeerKAT-like observation, also as complex128 holding its float32 values (as
-readers of float32 formats hand data over); spectra of 16-bit integers times a per-spectrum float32
+readers of float32 formats hand data over) and bit-rounded to 8 mantissa bits (as lossy
+pre-filters such as numcodecs' BitRound leave it); spectra of 16-bit integers times a per-spectrum float32
 scale (amplitudes as float32, cross-spectra as complex64); a snapshot of one integration with
 four polarisations and flagged channels. Each is chunked with 1, 2, 4, 16 and all time steps
 per chunk (sizes beyond the time count dropped), every other axis whole.
@@ -103,6 +104,7 @@ def workloads(data_dir, quick):
     observation = datasets.meerkat_like(ntime=ntime, nchan=nchan)
     out.append(("generated MeerKAT-like observation", observation))
     out.append(("generated observation, float32 values as complex128", observation.astype(np.complex128)))
+    out.append(("generated observation, bit-rounded to 8 mantissa bits", datasets.bit_rounded(observation, 8)))
     sma = dict(ntime=16, nbl=28, nchan=512) if quick else dict(ntime=32, nbl=28, nchan=1024)
     out.append(("generated int16 x scale spectra, float32", datasets.scaled_int16_spectra(complex_=False, **sma)))
     out.append(("generated int16 x scale cross-spectra, complex64", datasets.scaled_int16_spectra(**sma)))

@@ -111,3 +111,12 @@ def snapshot(nbl=351, nchan=256, seed=2028):
         vis[:, start:start + rng.integers(2, 9)] = 0
     vis[rng.random(nbl) < 0.02] = 0
     return vis[None]
+
+
+def bit_rounded(array, keep):
+    """`array` (float32 or complex64) with every float rounded to `keep` mantissa bits, ties
+    away from zero, as bit-rounding pre-filters leave data."""
+    words = np.ascontiguousarray(array).view(np.uint32).astype(np.uint64)
+    drop = 23 - keep
+    rounded = ((words + (1 << (drop - 1))) >> drop << drop).astype(np.uint32)
+    return rounded.view(array.dtype).reshape(array.shape)

@@ -5,13 +5,14 @@ use crate::axis::{self, Axis};
 use crate::buffers;
 use crate::checksum;
 use crate::error::Result;
-use crate::format::{Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_SCALED, FLAG_STORED};
+use crate::format::{Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED};
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::narrow;
 use crate::params::{ElementKind, Mode, Params};
 use crate::pool::{self, map_shared};
 use crate::predict::residual::ResidualMap;
 use crate::scaled;
+use crate::shift;
 use crate::tile::{self, Candidates};
 
 /// Compresses one chunk of `data` described by `params`.
@@ -49,7 +50,15 @@ fn compress_smaller(
         None => (data, params),
     };
     let narrowed = narrowed.is_some();
-    let plain = || Ok(code(Plan::new(data, &shape, params, None, narrowed)?, data));
+    let shifted = shifted(data, params);
+    let (words, shift) = match &shifted {
+        Some((z, words)) => (words.as_slice(), *z),
+        None => (data, 0),
+    };
+    let plain = || {
+        let plan = Plan::new(words, &shape, params, None, narrowed)?.shifted(shift);
+        Ok(code(plan, words))
+    };
     let Some(scaled) = compress_scaled(data, &shape, params, narrowed) else {
         return plain();
     };
@@ -62,6 +71,16 @@ fn compress_smaller(
     }
     buffers::give(scaled);
     Ok(plain)
+}
+
+/// Float words without the zero low bits every word has below its sign, and their
+/// count, when there are any (see [`shift`]).
+fn shifted(data: &[u8], params: &Params) -> Option<(u8, Vec<u8>)> {
+    if params.element != ElementKind::Float {
+        return None;
+    }
+    let z = shift::zero_low_bits(data, params.word_size)?;
+    Some((z as u8, shift::shift_down(data, params.word_size, z)))
 }
 
 /// The float32 words of float64 float data whose every word equals a float32 value.
@@ -210,6 +229,7 @@ impl Plan {
             coder: candidates.coder.id(),
             word_size: if narrowed { 8 } else { params.word_size as u8 },
             time_axis: axis.time_axis as u8,
+            shift: 0,
             decoded_size: data.len() as u64 * if narrowed { 2 } else { 1 },
             lag: geometry.lag as u64,
             tiling: geometry.tiling,
@@ -228,6 +248,15 @@ impl Plan {
             threads: params.threads,
             scale_section: scale_section.unwrap_or_default(),
         })
+    }
+
+    /// The plan for words without `z` zero low bits (none when `z` is 0).
+    fn shifted(mut self, z: u8) -> Plan {
+        if z > 0 {
+            self.header.flags |= FLAG_SHIFTED;
+            self.header.shift = z;
+        }
+        self
     }
 
     /// The whole chunk in one buffer: coded straight into it when one thread codes a
@@ -346,8 +375,15 @@ impl Plan {
         true
     }
 
-    /// The chunk stored verbatim after its header.
+    /// The chunk stored verbatim after its header (shifted words shifted back first).
     fn stored(mut self, data: &[u8]) -> Vec<u8> {
+        if self.header.is_shifted() {
+            let mut words = data.to_vec();
+            shift::shift_up(&mut words, self.word_size, u32::from(self.header.shift));
+            self.header.flags &= !FLAG_SHIFTED;
+            self.header.shift = 0;
+            return self.stored(&words);
+        }
         self.header.flags = FLAG_STORED | (self.header.flags & FLAG_NARROWED);
         self.scale_section.clear();
         self.header.checksum = checksum::data_checksum(data);

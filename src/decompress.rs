@@ -8,6 +8,7 @@ use crate::layout::{Geometry, Spatial, Tile};
 use crate::narrow;
 use crate::pool::map_shared;
 use crate::scaled::{self, Scales};
+use crate::shift;
 use crate::tile::{self, RowSegments, StridedRows, TileRows, TILE_HEADER_LEN};
 
 /// Decompresses a chunk produced by [`compress`](crate::compress).
@@ -143,17 +144,20 @@ impl<'a> Chunk<'a> {
             word_size: header.coded_word_size(),
             spatial: header.spatial,
         };
-        if scales.is_none() && !header.is_narrowed() {
+        if scales.is_none() && !header.is_narrowed() && !header.is_shifted() {
             let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
             return check(header, checksum::combine_digests(&digests));
         }
-        // Scaled integers and narrowed words: decoded and checked as coded, then turned
-        // into floats, then handed to the caller's buffer.
+        // Scaled integers, narrowed and shifted words: decoded and checked as coded, then
+        // turned into floats, then handed to the caller's buffer.
         let mut coded = vec![0u8; header.coded_size() as usize];
         let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
         check(header, checksum::combine_digests(&digests))?;
         if let Some(scales) = scales {
             scaled::dequantise_bytes(&mut coded, decoder.word_size, scales);
+        }
+        if header.is_shifted() {
+            shift::shift_up(&mut coded, decoder.word_size, u32::from(header.shift));
         }
         widen_or_copy(header, &coded, init(out));
         Ok(())

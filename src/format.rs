@@ -8,14 +8,15 @@
 //! | 0 | 4 | magic `KARO` |
 //! | 4 | 1 | format version (1) |
 //! | 5 | 1 | mode (0 fast, 1 archive) |
-//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header; bit 2: float64 words coded as float32 words) |
+//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header; bit 2: float64 words coded as float32 words; bit 3: words coded without their zero low bits) |
 //! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
 //! | 8 | 1 | requested residual map id (0 auto) |
 //! | 9 | 1 | requested residual coder id |
 //! | 10 | 1 | word size in bytes |
 //! | 11 | 1 | rank |
 //! | 12 | 1 | time axis |
-//! | 13 | 3 | reserved, zero |
+//! | 13 | 1 | zero low bits dropped from every coded word (flag bit 3), else zero |
+//! | 14 | 2 | reserved, zero |
 //! | 16 | 8 | decoded size in bytes |
 //! | 24 | 8 | lag in words |
 //! | 32 | 8 | planes per tile |
@@ -52,6 +53,9 @@ pub const FLAG_SCALED: u8 = 2;
 /// Flag: float64 words coded as the float32 words they equal (see `narrow`): the stored
 /// payload, scale section and tiles hold 4-byte words.
 pub const FLAG_NARROWED: u8 = 4;
+/// Flag: the coded words lack the zero low bits that every word has below its top bit
+/// (see `shift`); their count is [`Header::shift`].
+pub const FLAG_SHIFTED: u8 = 8;
 /// Offset of the flags byte in the header.
 pub const FLAGS_OFFSET: usize = 6;
 const FIXED_LEN: usize = 84;
@@ -75,6 +79,8 @@ pub struct Header {
     pub word_size: u8,
     /// Index of the time axis in `shape`.
     pub time_axis: u8,
+    /// Zero low bits dropped from every coded word (with [`FLAG_SHIFTED`]), else 0.
+    pub shift: u8,
     /// Size of the decoded chunk in bytes.
     pub decoded_size: u64,
     /// Words between successive samples of a series.
@@ -111,7 +117,7 @@ impl Header {
             self.word_size,
             self.shape.len() as u8,
             self.time_axis,
-            0,
+            self.shift,
             0,
             0,
         ]);
@@ -163,7 +169,8 @@ impl Header {
         let word_size = r.u8()?;
         let rank = r.u8()? as usize;
         let time_axis = r.u8()?;
-        let reserved = [r.u8()?, r.u8()?, r.u8()?];
+        let shift = r.u8()?;
+        let reserved = [r.u8()?, r.u8()?];
         let decoded_size = r.u64()?;
         let lag = r.u64()?;
         let planes_per_tile = r.u64()?;
@@ -201,6 +208,7 @@ impl Header {
             coder,
             word_size,
             time_axis,
+            shift,
             decoded_size,
             lag,
             tiling: Tiling {
@@ -216,7 +224,7 @@ impl Header {
             shape,
             tile_sizes,
         };
-        if reserved != [0; 3] {
+        if reserved != [0; 2] {
             return Err(Error::CorruptHeader("reserved bytes are not zero".into()));
         }
         if decoded_size > limit {
@@ -244,6 +252,11 @@ impl Header {
         self.flags & FLAG_NARROWED != 0
     }
 
+    /// True when the coded words lack [`Self::shift`] zero low bits.
+    pub fn is_shifted(&self) -> bool {
+        self.flags & FLAG_SHIFTED != 0
+    }
+
     /// Bytes per word of what the payload codes: 4 when narrowed, else the word size.
     pub fn coded_word_size(&self) -> usize {
         if self.is_narrowed() {
@@ -268,7 +281,7 @@ impl Header {
         if self.mode > 1 {
             return bad(format!("unknown mode {}", self.mode));
         }
-        if self.flags & !(FLAG_STORED | FLAG_SCALED | FLAG_NARROWED) != 0 {
+        if self.flags & !(FLAG_STORED | FLAG_SCALED | FLAG_NARROWED | FLAG_SHIFTED) != 0 {
             return bad(format!("unknown flags {:#04x}", self.flags));
         }
         if self.is_scaled() && (self.is_stored() || !matches!(self.word_size, 4 | 8)) {
@@ -283,6 +296,27 @@ impl Header {
                 "float64 narrowed to float32 in a chunk of {}-byte words",
                 self.word_size
             ));
+        }
+        if self.is_shifted() {
+            let bits = 8 * self.coded_word_size();
+            if self.is_stored()
+                || self.is_scaled()
+                || !(1..=bits.saturating_sub(2)).contains(&usize::from(self.shift))
+            {
+                return bad(format!(
+                    "{} low bits shifted out of a {} chunk of {bits}-bit words",
+                    self.shift,
+                    if self.is_stored() {
+                        "stored"
+                    } else if self.is_scaled() {
+                        "scaled"
+                    } else {
+                        "tiled"
+                    },
+                ));
+            }
+        } else if self.shift != 0 {
+            return bad("reserved bytes are not zero".into());
         }
         if self.predictor != 0 && Predictor::from_id(self.predictor.into()).is_none() {
             return bad(format!("unknown predictor {}", self.predictor));

@@ -33,6 +33,7 @@ mod pool;
 mod predict;
 mod process_local;
 mod scaled;
+mod shift;
 mod tile;
 mod word;
 

@@ -34,6 +34,7 @@ struct Pinned {
     word_size: u8,
     rank: u8,
     time_axis: u8,
+    shift: u8,
     tiling: [u64; 3],
     shape: Vec<u64>,
     codings: Vec<String>,
@@ -80,6 +81,7 @@ fn pinned(chunk: &[u8]) -> Pinned {
         word_size: chunk[10],
         rank,
         time_axis: chunk[12],
+        shift: chunk[13],
         tiling: [u64_at(chunk, 32), u64_at(chunk, 40), u64_at(chunk, 48)],
         shape,
         codings,
@@ -95,8 +97,14 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
     } else {
         p.codings.join(",")
     };
+    // Byte 13 is zero but in shifted chunks: named only there.
+    let shift = if p.shift == 0 {
+        String::new()
+    } else {
+        format!(" shift={}", p.shift)
+    };
     format!(
-        "{name} v{} mode={} flags={} word={} rank={} time_axis={} shape={} tiling={} tiles={}",
+        "{name} v{} mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiling={} tiles={}",
         p.version,
         p.mode,
         p.flags,
@@ -190,6 +198,8 @@ fn golden_chunks_cover_every_coding_path() {
     assert!(has(&|l| l.contains(" flags=4 ")), "narrowed float64");
     assert!(has(&|l| l.contains(" flags=5 ")), "narrowed float64 stored");
     assert!(has(&|l| l.contains(" flags=6 ")), "narrowed float64 scaled");
+    assert!(has(&|l| l.contains(" flags=8 ")), "shifted words");
+    assert!(has(&|l| l.contains(" flags=12 ")), "narrowed and shifted");
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -551,6 +561,24 @@ fn cases() -> Vec<Case> {
         "v1_f64_narrowed_scaled_fast".into(),
         widened(&scaled_bytes),
         params(8, &[8, 4, 64], Mode::Fast),
+    );
+    // Shifted words: float32 series rounded to 10 mantissa bits, and the same widened to
+    // float64 (narrowed, then shifted).
+    let rounded: Vec<u8> = f32_bytes(&series(&[24, 16, 2], 14))
+        .chunks_exact(4)
+        .flat_map(|w| (u32::from_le_bytes(w.try_into().unwrap()) >> 13 << 13).to_le_bytes())
+        .collect();
+    for (mode, m) in [(Mode::Fast, "fast"), (Mode::Archive, "archive")] {
+        let mut p = params(4, &[24, 16, 2], mode);
+        p.components = 2;
+        add(format!("v1_complex64_shifted_{m}"), rounded.clone(), p);
+    }
+    let mut p = params(8, &[24, 16, 2], Mode::Archive);
+    p.components = 2;
+    add(
+        "v1_complex128_narrowed_shifted_archive".into(),
+        widened(&rounded),
+        p,
     );
     // Holt, medians and means through archive mode's context Huffman and Rice too.
     for (predictor, coder) in [(10u32, 5u32), (8, 3), (9, 4), (7, 2), (6, 1)] {

@@ -154,3 +154,39 @@ fn narrowed_flag_on_other_word_sizes_is_refused() {
         "karoo: corrupt chunk: float64 narrowed to float32 in a chunk of 4-byte words"
     );
 }
+
+/// The shift count of a shifted chunk must leave the sign and one bit, and byte 13 must
+/// be zero in chunks that are not shifted.
+#[test]
+fn shift_counts_outside_the_word_are_refused() {
+    use karoo::internals::Header;
+    let data = smooth_f32(&[16, 64], 6);
+    let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
+    let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    for (flags, shift, message) in [
+        (
+            8,
+            31,
+            "31 low bits shifted out of a tiled chunk of 32-bit words",
+        ),
+        (
+            8,
+            0,
+            "0 low bits shifted out of a tiled chunk of 32-bit words",
+        ),
+        (0, 3, "reserved bytes are not zero"),
+    ] {
+        let mut forged = Vec::new();
+        Header {
+            flags: header.flags | flags,
+            shift,
+            ..header.clone()
+        }
+        .write(&mut forged);
+        forged.extend_from_slice(&packed[len..]);
+        assert_eq!(
+            decompress(&forged).unwrap_err().to_string(),
+            format!("karoo: corrupt chunk: {message}")
+        );
+    }
+}
