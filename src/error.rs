@@ -14,7 +14,7 @@ pub enum Error {
     #[error("karoo: not a karoo chunk (bad magic bytes)")]
     BadMagic,
     /// The chunk was written by a newer, incompatible format version.
-    #[error("karoo: unsupported chunk format version {0} (this build reads version {1})")]
+    #[error("karoo: unsupported chunk format version {0} (this build reads versions up to {1})")]
     UnsupportedVersion(u8, u8),
     /// The chunk header does not match its checksum.
     #[error("karoo: corrupt chunk: header checksum mismatch")]

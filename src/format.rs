@@ -1,37 +1,22 @@
 //! The self-describing chunk format: header layout, writing and validated parsing. The
-//! format is specified in docs/format.md; this table summarises the header.
+//! format is specified in docs/format.md; this summarises the header.
 //!
-//! All integers are little-endian. Layout of format version 1:
+//! All integers are little-endian. Every header starts with 14 bytes: magic `KARO`, the
+//! format version, mode, flags (bit 0: payload stored verbatim; bit 1: scaled integers, a
+//! scale section follows the header; bit 2: float64 words coded as float32 words; bit 3:
+//! words coded without their zero low bits), the requested predictor, residual map and
+//! coder ids, word size, rank, time axis, and the zero low bits dropped (flag bit 3).
 //!
-//! | offset | size | field |
-//! |---|---|---|
-//! | 0 | 4 | magic `KARO` |
-//! | 4 | 1 | format version (1) |
-//! | 5 | 1 | mode (0 fast, 1 archive) |
-//! | 6 | 1 | flags (bit 0: payload stored verbatim; bit 1: scaled integers, a scale section follows the header; bit 2: float64 words coded as float32 words; bit 3: words coded without their zero low bits) |
-//! | 7 | 1 | requested predictor id (0 auto; each tile records the one it used) |
-//! | 8 | 1 | requested residual map id (0 auto) |
-//! | 9 | 1 | requested residual coder id |
-//! | 10 | 1 | word size in bytes |
-//! | 11 | 1 | rank |
-//! | 12 | 1 | time axis |
-//! | 13 | 1 | zero low bits dropped from every coded word (flag bit 3), else zero |
-//! | 14 | 2 | reserved, zero |
-//! | 16 | 8 | decoded size in bytes |
-//! | 24 | 8 | lag in words |
-//! | 32 | 8 | planes per tile |
-//! | 40 | 8 | rows per tile |
-//! | 48 | 8 | columns per tile |
-//! | 56 | 8 | Lorenzo stride in words (0: no spatial neighbour) |
-//! | 64 | 8 | Lorenzo run in words |
-//! | 72 | 8 | checksum of the decoded bytes: XXH3-64 of the little-endian XXH3-64 digests of each tile's decoded words (in tile order, rows in order); for a stored chunk, XXH3-64 of the bytes |
-//! | 80 | 4 | tile count `n` |
-//! | 84 | 8 x rank | shape in words |
-//! | .. | 4 x n | encoded size of each tile |
-//! | .. | 4 | low 32 bits of the XXH3-64 of every header byte before it |
+//! - Version 2 (written): LEB128 varints for lag, planes / rows / columns per tile,
+//!   Lorenzo stride and run, tile count and each dimension of the shape; a u32 encoded
+//!   size per tile; the u64 checksum of the decoded bytes; the low 32 bits of the XXH3-64
+//!   of every header byte before it. The decoded size is the shape's size in bytes.
+//! - Version 1 (read): the same fields at fixed widths: 2 reserved bytes, then u64
+//!   decoded size, lag, tiling, stride, run and checksum at offsets 16 to 72, the u32
+//!   tile count at 80, u64 dimensions from 84, u32 tile sizes, the u32 header checksum.
 //!
-//! The tile payloads follow the header, in tile order; each starts with the predictor,
-//! residual map and coder it was coded with (see `tile`).
+//! The tile payloads follow the header (and the scale section), in tile order; each
+//! starts with the predictor, residual map and coder it was coded with (see `tile`).
 
 use twox_hash::XxHash3_64;
 
@@ -43,8 +28,10 @@ use crate::predict::Predictor;
 
 /// Magic bytes that open every karoo chunk.
 pub const MAGIC: [u8; 4] = *b"KARO";
-/// The chunk format version this build writes and reads.
-pub const VERSION: u8 = 1;
+/// The chunk format version this build writes (it reads this one and every earlier one).
+pub const VERSION: u8 = 2;
+/// The format version with the fixed-width header, still read.
+pub const VERSION_FIXED: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
 pub const FLAG_STORED: u8 = 1;
 /// Flag: the tiles code integers, turned into floats by the scale section that follows
@@ -58,7 +45,8 @@ pub const FLAG_NARROWED: u8 = 4;
 pub const FLAG_SHIFTED: u8 = 8;
 /// Offset of the flags byte in the header.
 pub const FLAGS_OFFSET: usize = 6;
-const FIXED_LEN: usize = 84;
+/// Bytes every header version starts with (magic to the shift count).
+const COMMON_LEN: usize = 14;
 /// Largest rank of a chunk shape (HDF5 allows 32, plus one for components).
 pub const MAX_RANK: usize = 64;
 
@@ -98,12 +86,27 @@ pub struct Header {
 }
 
 impl Header {
-    /// Bytes the header occupies.
+    /// Bytes the header occupies (it depends on the tile count, not the tile sizes).
     pub fn encoded_len(&self) -> usize {
-        FIXED_LEN + 8 * self.shape.len() + 4 * self.tile_sizes.len() + 4
+        let varints: usize = self.varint_fields().iter().map(|&v| varint_len(v)).sum();
+        let shape: usize = self.shape.iter().map(|&d| varint_len(d)).sum();
+        COMMON_LEN + varints + shape + 4 * self.tile_sizes.len() + 8 + 4
     }
 
-    /// Appends the header to `out`.
+    /// The fields written as varints before the shape, in order.
+    fn varint_fields(&self) -> [u64; 7] {
+        [
+            self.lag,
+            self.tiling.planes_per_tile as u64,
+            self.tiling.tile_rows as u64,
+            self.tiling.tile_cols as u64,
+            self.spatial.stride as u64,
+            self.spatial.run as u64,
+            self.tile_sizes.len() as u64,
+        ]
+    }
+
+    /// Appends the header (format version 2) to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&MAGIC);
@@ -118,34 +121,25 @@ impl Header {
             self.shape.len() as u8,
             self.time_axis,
             self.shift,
-            0,
-            0,
         ]);
-        for v in [
-            self.decoded_size,
-            self.lag,
-            self.tiling.planes_per_tile as u64,
-            self.tiling.tile_rows as u64,
-            self.tiling.tile_cols as u64,
-            self.spatial.stride as u64,
-            self.spatial.run as u64,
-            self.checksum,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&(self.tile_sizes.len() as u32).to_le_bytes());
-        for d in &self.shape {
-            out.extend_from_slice(&d.to_le_bytes());
+        for v in self
+            .varint_fields()
+            .into_iter()
+            .chain(self.shape.iter().copied())
+        {
+            write_varint(v, out);
         }
         for s in &self.tile_sizes {
             out.extend_from_slice(&s.to_le_bytes());
         }
+        out.extend_from_slice(&self.checksum.to_le_bytes());
         let sum = XxHash3_64::oneshot(&out[start..]) as u32;
         out.extend_from_slice(&sum.to_le_bytes());
     }
 
-    /// Parses and validates the header at the start of `input`. `limit` caps the decoded
-    /// size the caller is prepared to allocate. Returns the header and its length.
+    /// Parses and validates the header (any format version this build reads) at the
+    /// start of `input`. `limit` caps the decoded size the caller is prepared to allocate.
+    /// Returns the header and its length.
     pub fn parse(input: &[u8], limit: u64) -> Result<(Header, usize)> {
         if input.len() < MAGIC.len() {
             return Err(Error::Truncated(format!(
@@ -158,83 +152,124 @@ impl Header {
         }
         let mut r = Reader { buf: input, pos: 4 };
         let version = r.u8()?;
-        if version != VERSION {
-            return Err(Error::UnsupportedVersion(version, VERSION));
-        }
-        let mode = r.u8()?;
-        let flags = r.u8()?;
-        let predictor = r.u8()?;
-        let residual_map = r.u8()?;
-        let coder = r.u8()?;
-        let word_size = r.u8()?;
+        let mut header = Header {
+            mode: r.u8()?,
+            flags: r.u8()?,
+            predictor: r.u8()?,
+            residual_map: r.u8()?,
+            coder: r.u8()?,
+            word_size: r.u8()?,
+            time_axis: 0,
+            shift: 0,
+            decoded_size: 0,
+            lag: 0,
+            tiling: Tiling {
+                planes_per_tile: 0,
+                tile_rows: 0,
+                tile_cols: 0,
+            },
+            spatial: Spatial { stride: 0, run: 0 },
+            checksum: 0,
+            shape: Vec::new(),
+            tile_sizes: Vec::new(),
+        };
         let rank = r.u8()? as usize;
-        let time_axis = r.u8()?;
-        let shift = r.u8()?;
-        let reserved = [r.u8()?, r.u8()?];
-        let decoded_size = r.u64()?;
-        let lag = r.u64()?;
-        let planes_per_tile = r.u64()?;
-        let tile_rows = r.u64()?;
-        let tile_cols = r.u64()?;
-        let stride = r.u64()?;
-        let run = r.u64()?;
-        let checksum = r.u64()?;
-        let count = r.u32()? as usize;
-        if rank > MAX_RANK {
-            return Err(Error::CorruptHeader(format!(
-                "rank {rank} exceeds {MAX_RANK}"
-            )));
-        }
-        let table_len = 8 * rank + 4 * count + 4;
-        if input.len() - r.pos < table_len {
-            return Err(Error::Truncated(format!(
-                "{} bytes, header of rank {rank} with {count} tiles needs {}",
-                input.len(),
-                r.pos + table_len
-            )));
-        }
-        let shape: Vec<u64> = (0..rank).map(|_| r.u64()).collect::<Result<_>>()?;
-        let tile_sizes: Vec<u32> = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
+        header.time_axis = r.u8()?;
+        header.shift = r.u8()?;
+        let reserved_clear = match version {
+            VERSION => header.parse_compact(&mut r, rank).map(|()| true)?,
+            VERSION_FIXED => header.parse_fixed(&mut r, rank)?,
+            _ => return Err(Error::UnsupportedVersion(version, VERSION)),
+        };
         let header_end = r.pos;
         let stored_sum = r.u32()?;
         if XxHash3_64::oneshot(&input[..header_end]) as u32 != stored_sum {
             return Err(Error::HeaderChecksum);
         }
-        let header = Header {
-            mode,
-            flags,
-            predictor,
-            residual_map,
-            coder,
-            word_size,
-            time_axis,
-            shift,
-            decoded_size,
-            lag,
-            tiling: Tiling {
-                planes_per_tile: to_usize(planes_per_tile)?,
-                tile_rows: to_usize(tile_rows)?,
-                tile_cols: to_usize(tile_cols)?,
-            },
-            spatial: Spatial {
-                stride: to_usize(stride)?,
-                run: to_usize(run)?,
-            },
-            checksum,
-            shape,
-            tile_sizes,
-        };
-        if reserved != [0; 2] {
+        if !reserved_clear {
             return Err(Error::CorruptHeader("reserved bytes are not zero".into()));
         }
-        if decoded_size > limit {
+        if header.decoded_size > limit {
             return Err(Error::TooLarge {
-                declared: decoded_size,
+                declared: header.decoded_size,
                 limit,
             });
         }
         header.check_fields()?;
         Ok((header, r.pos))
+    }
+
+    /// Reads the rest of a version-2 header up to its checksum (the reader after byte 13).
+    fn parse_compact(&mut self, r: &mut Reader<'_>, rank: usize) -> Result<()> {
+        let [lag, planes, rows, cols, stride, run, count] = [(); 7].map(|()| r.varint());
+        self.lag = lag?;
+        self.tiling = Tiling {
+            planes_per_tile: to_usize(planes?)?,
+            tile_rows: to_usize(rows?)?,
+            tile_cols: to_usize(cols?)?,
+        };
+        self.spatial = Spatial {
+            stride: to_usize(stride?)?,
+            run: to_usize(run?)?,
+        };
+        let count = count?;
+        check_rank(rank)?;
+        self.shape = (0..rank).map(|_| r.varint()).collect::<Result<_>>()?;
+        let table_len = count
+            .checked_mul(4)
+            .and_then(|t| t.checked_add(8 + 4))
+            .filter(|&t| t <= (r.buf.len() - r.pos) as u64);
+        if table_len.is_none() {
+            return Err(Error::Truncated(format!(
+                "{} bytes, header with {count} tiles cut short",
+                r.buf.len()
+            )));
+        }
+        self.tile_sizes = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
+        self.checksum = r.u64()?;
+        self.decoded_size = self
+            .shape
+            .iter()
+            .try_fold(u64::from(self.word_size), |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                Error::CorruptHeader(format!(
+                    "shape {:?} of {}-byte words holds more than 2^64 bytes",
+                    self.shape, self.word_size
+                ))
+            })?;
+        Ok(())
+    }
+
+    /// Reads the rest of a version-1 header up to its checksum (the reader after byte 13);
+    /// true when its reserved bytes are zero.
+    fn parse_fixed(&mut self, r: &mut Reader<'_>, rank: usize) -> Result<bool> {
+        let reserved = [r.u8()?, r.u8()?];
+        self.decoded_size = r.u64()?;
+        self.lag = r.u64()?;
+        let [planes, rows, cols, stride, run] = [(); 5].map(|()| r.u64());
+        self.tiling = Tiling {
+            planes_per_tile: to_usize(planes?)?,
+            tile_rows: to_usize(rows?)?,
+            tile_cols: to_usize(cols?)?,
+        };
+        self.spatial = Spatial {
+            stride: to_usize(stride?)?,
+            run: to_usize(run?)?,
+        };
+        self.checksum = r.u64()?;
+        let count = r.u32()? as usize;
+        check_rank(rank)?;
+        let table_len = 8 * rank + 4 * count + 4;
+        if r.buf.len() - r.pos < table_len {
+            return Err(Error::Truncated(format!(
+                "{} bytes, header of rank {rank} with {count} tiles needs {}",
+                r.buf.len(),
+                r.pos + table_len
+            )));
+        }
+        self.shape = (0..rank).map(|_| r.u64()).collect::<Result<_>>()?;
+        self.tile_sizes = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
+        Ok(reserved == [0; 2])
     }
 
     /// True when the payload is the decoded bytes verbatim.
@@ -390,6 +425,30 @@ impl Header {
     }
 }
 
+/// Refuses a rank above [`MAX_RANK`].
+fn check_rank(rank: usize) -> Result<()> {
+    if rank > MAX_RANK {
+        return Err(Error::CorruptHeader(format!(
+            "rank {rank} exceeds {MAX_RANK}"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of `v` as an unsigned LEB128 varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Appends `v` as an unsigned LEB128 varint (7 bits per byte, low group first).
+fn write_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 fn to_usize(v: u64) -> Result<usize> {
     usize::try_from(v).map_err(|_| Error::CorruptHeader(format!("value {v} too large")))
 }
@@ -416,5 +475,24 @@ impl Reader<'_> {
     }
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take()?))
+    }
+    /// A minimal unsigned LEB128 varint below 2^64.
+    fn varint(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            if i == 9 && byte > 1 {
+                return Err(Error::CorruptHeader("varint exceeds 64 bits".into()));
+            }
+            value |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                if byte == 0 && i > 0 {
+                    return Err(Error::CorruptHeader("varint not minimal".into()));
+                }
+                return Ok(value);
+            }
+        }
+        Err(Error::CorruptHeader("varint exceeds 64 bits".into()))
     }
 }

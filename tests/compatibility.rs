@@ -48,19 +48,50 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
-/// Reads the pinned fields of a format-1 chunk.
+/// Reads an unsigned LEB128 varint at `*at` and moves past it.
+fn varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = bytes[*at];
+        *at += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return value;
+        }
+    }
+    panic!("varint longer than 10 bytes");
+}
+
+/// Reads the pinned fields of a chunk of format version 1 or 2.
 fn pinned(chunk: &[u8]) -> Pinned {
     assert_eq!(&chunk[..4], b"KARO", "magic");
     let rank = chunk[11];
-    let tiles = u32_at(chunk, 80) as usize;
-    let shape: Vec<u64> = (0..rank as usize)
-        .map(|d| u64_at(chunk, 84 + 8 * d))
-        .collect();
-    let table = 84 + 8 * rank as usize;
-    let sizes: Vec<usize> = (0..tiles)
-        .map(|t| u32_at(chunk, table + 4 * t) as usize)
-        .collect();
-    let mut at = table + 4 * tiles + 4;
+    let (tiling, shape, sizes, mut at) = match chunk[4] {
+        1 => {
+            let tiles = u32_at(chunk, 80) as usize;
+            let shape: Vec<u64> = (0..rank as usize)
+                .map(|d| u64_at(chunk, 84 + 8 * d))
+                .collect();
+            let table = 84 + 8 * rank as usize;
+            let sizes: Vec<usize> = (0..tiles)
+                .map(|t| u32_at(chunk, table + 4 * t) as usize)
+                .collect();
+            let tiling = [u64_at(chunk, 32), u64_at(chunk, 40), u64_at(chunk, 48)];
+            (tiling, shape, sizes, table + 4 * tiles + 4)
+        }
+        2 => {
+            // lag, planes / rows / columns per tile, stride, run, tile count; the shape.
+            let mut at = 14;
+            let fields: Vec<u64> = (0..7).map(|_| varint(chunk, &mut at)).collect();
+            let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
+            let sizes: Vec<usize> = (0..fields[6] as usize)
+                .map(|t| u32_at(chunk, at + 4 * t) as usize)
+                .collect();
+            let end = at + 4 * sizes.len() + 8 + 4;
+            ([fields[1], fields[2], fields[3]], shape, sizes, end)
+        }
+        v => panic!("unknown format version {v}"),
+    };
     if chunk[6] & 2 != 0 {
         // Scaled integers: 16 fixed bytes, the coded scales, an 8-byte checksum.
         at += 16 + u32_at(chunk, at + 12) as usize + 8;
@@ -82,7 +113,7 @@ fn pinned(chunk: &[u8]) -> Pinned {
         rank,
         time_axis: chunk[12],
         shift: chunk[13],
-        tiling: [u64_at(chunk, 32), u64_at(chunk, 40), u64_at(chunk, 48)],
+        tiling,
         shape,
         codings,
     }
@@ -200,6 +231,16 @@ fn golden_chunks_cover_every_coding_path() {
     assert!(has(&|l| l.contains(" flags=6 ")), "narrowed float64 scaled");
     assert!(has(&|l| l.contains(" flags=8 ")), "shifted words");
     assert!(has(&|l| l.contains(" flags=12 ")), "narrowed and shifted");
+    for (flags, what) in [(0, "tiled"), (1, "stored"), (2, "scaled"), (4, "narrowed")] {
+        assert!(
+            has(&|l| l.contains(" v2 ") && l.contains(&format!(" flags={flags} "))),
+            "version 2, {what}"
+        );
+    }
+    assert!(
+        has(&|l| l.contains(" v2 ") && l.contains(" shift=")),
+        "version 2, shifted"
+    );
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -333,7 +374,9 @@ fn with_coding(mut p: Params, predictor: u32, map: u32, coder: u32) -> Params {
     p
 }
 
-/// The format-1 cases: every coder, predictor, map and word size, and the special paths.
+/// The cases: every coder, predictor, map and word size, and the special paths (named
+/// `v1_` for the fixtures written with the fixed-width header), and a selection again
+/// with the compact header of version 2 (`v2_`).
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     let mut add =
@@ -588,6 +631,40 @@ fn cases() -> Vec<Case> {
             f32_bytes(&series(&[48, 20], 11)),
             p,
         );
+    }
+    // Format version 2 (the compact header) for the header's shapes: one tile and
+    // several, column-split tiles, several planes per tile, stored, empty, ranks 1 to 4,
+    // and each flag.
+    for name in [
+        "f32_predictor11",
+        "f32_coder4_archive",
+        "f32_coder9",
+        "f32_few_values_archive",
+        "complex64_snapshot_archive",
+        "complex128_series_archive",
+        "f32_multi_plane_fast",
+        "f64_ragged_lag_fast",
+        "u8_column_tiles_fast",
+        "noise_stored_fast",
+        "f32_one_word",
+        "empty",
+        "f32_scaled_archive",
+        "complex128_narrowed_fast",
+        "f64_narrowed_stored",
+        "f64_narrowed_scaled_fast",
+        "complex64_shifted_archive",
+        "complex128_narrowed_shifted_archive",
+    ] {
+        let case = out
+            .iter()
+            .find(|c| c.name == format!("v1_{name}"))
+            .unwrap_or_else(|| panic!("no case v1_{name}"));
+        let (data, params) = (case.data.clone(), case.params.clone());
+        out.push(Case {
+            name: format!("v2_{name}"),
+            data,
+            params,
+        });
     }
     out
 }

@@ -2,28 +2,31 @@
 //! axis is smoothest, scaled integers, the general-purpose coders. Each test checks the
 //! path is taken (from the chunk's own header) and that the chunk round-trips exactly.
 
+use karoo::internals::Header;
 use karoo::{compress, decompress, ElementKind, Mode, Params};
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
+/// The chunk's header and its length (the scale section, if any, follows it).
+fn header(chunk: &[u8]) -> (Header, usize) {
+    Header::parse(chunk, u64::MAX).unwrap()
+}
+
 /// (time axis, flags, coder byte of every tile) a chunk's header records.
 fn recorded(chunk: &[u8]) -> (u8, u8, Vec<u8>) {
-    let rank = chunk[11] as usize;
-    let tiles = u32_at(chunk, 80) as usize;
-    let table = 84 + 8 * rank;
-    let mut at = table + 4 * tiles + 4;
-    if chunk[6] & 2 != 0 {
+    let (header, mut at) = header(chunk);
+    if header.flags & 2 != 0 {
         // Scale section: 16 fixed bytes, the coded scales, an 8-byte checksum.
         at += 16 + u32_at(chunk, at + 12) as usize + 8;
     }
     let mut coders = Vec::new();
-    for t in 0..tiles {
+    for size in &header.tile_sizes {
         coders.push(chunk[at + 1] & 15);
-        at += u32_at(chunk, table + 4 * t) as usize;
+        at += *size as usize;
     }
-    (chunk[12], chunk[6], coders)
+    (header.time_axis, header.flags, coders)
 }
 
 fn params(word: usize, shape: &[usize], mode: Mode) -> Params {
@@ -136,9 +139,9 @@ fn widened(f32_words: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-/// Header length of a chunk without a scale section.
+/// Header length of a chunk.
 fn header_len(chunk: &[u8]) -> usize {
-    88 + 8 * chunk[11] as usize + 4 * u32_at(chunk, 80) as usize
+    header(chunk).1
 }
 
 #[test]
@@ -218,7 +221,7 @@ fn incompressible_narrowed_words_are_stored_as_float32() {
         .collect();
     let chunk = round_trip(&wide, &params(8, &[2048], Mode::Archive));
     assert_eq!(chunk[6], 1 | 4, "stored, narrowed");
-    assert_eq!(chunk.len(), 88 + 8 + wide.len() / 2);
+    assert_eq!(chunk.len(), header_len(&chunk) + wide.len() / 2);
 }
 
 #[test]
@@ -226,7 +229,7 @@ fn a_corrupt_scale_section_is_an_error_not_wrong_data() {
     let shape = [16, 8, 256];
     let data = scaled_spectra(16, 8, 256);
     let chunk = compress(&data, &params(4, &shape, Mode::Fast)).unwrap();
-    let at = 84 + 8 * 3 + 4 * u32_at(&chunk, 80) as usize + 4;
+    let at = header_len(&chunk);
     for offset in [0, 8, 12, 16, 20] {
         let mut bad = chunk.clone();
         bad[at + offset] ^= 1;

@@ -19,7 +19,7 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9 (this build reads version 1)"
+        "karoo: unsupported chunk format version 9 (this build reads versions up to 2)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
     for bit in (0..packed.len() * 8).step_by(13) {
@@ -187,6 +187,47 @@ fn shift_counts_outside_the_word_are_refused() {
         assert_eq!(
             decompress(&forged).unwrap_err().to_string(),
             format!("karoo: corrupt chunk: {message}")
+        );
+    }
+}
+
+/// Version-2 headers: a varint that is not minimal, or longer than 64 bits, is a corrupt
+/// header even under a matching header checksum.
+#[test]
+fn malformed_varints_are_refused() {
+    use karoo::internals::Header;
+    use twox_hash::XxHash3_64;
+    let data = smooth_f32(&[16, 64], 7);
+    let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
+    let (_, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert_eq!(packed[14], 64, "the lag, one varint byte");
+    let resealed = |lag: &[u8]| {
+        let mut forged = packed[..14].to_vec();
+        forged.extend_from_slice(lag);
+        forged.extend_from_slice(&packed[15..len - 4]);
+        let sum = XxHash3_64::oneshot(&forged) as u32;
+        forged.extend_from_slice(&sum.to_le_bytes());
+        forged.extend_from_slice(&packed[len..]);
+        forged
+    };
+    assert_eq!(
+        decompress(&resealed(&[64])).unwrap(),
+        data,
+        "the reseal itself"
+    );
+    for (lag, message) in [
+        (&[0xc0, 0x00][..], "varint not minimal"),
+        (&[0xc0, 0x80, 0x80, 0x00][..], "varint not minimal"),
+        (&[0xff; 10][..], "varint exceeds 64 bits"),
+        (
+            &[0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02][..],
+            "varint exceeds 64 bits",
+        ),
+    ] {
+        assert_eq!(
+            decompress(&resealed(lag)).unwrap_err().to_string(),
+            format!("karoo: corrupt chunk: {message}"),
+            "{lag:02x?}"
         );
     }
 }
