@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use karoo::internals::Word;
 use karoo::internals::{patched, rice};
+use karoo::internals::{StreamError, Word};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -53,7 +53,7 @@ fn residuals<T: Word>(log_scale: i32, seed: u64) -> Vec<T> {
 struct Coder<T> {
     name: &'static str,
     encode: fn(&[T], &mut Vec<u8>),
-    decode: fn(&[u8], &mut [T]) -> Result<(), String>,
+    decode: fn(&[u8], &mut [T]) -> Result<(), StreamError>,
 }
 
 fn coders<T: Word>() -> [Coder<T>; 2] {

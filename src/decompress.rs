@@ -239,7 +239,7 @@ fn split_payloads<'a>(payload: &'a [u8], sizes: &[u32]) -> Result<Vec<&'a [u8]>>
 fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) -> Result<()> {
     for (index, (tile, slice)) in tiles.iter().zip(slices).enumerate() {
         let coding =
-            tile::parse_coding(slice).map_err(|reason| Error::CorruptBlock { index, reason })?;
+            tile::parse_coding(slice).map_err(|reason| Error::corrupt_block(index, reason))?;
         let words = g.tile_words(tile);
         let least = TILE_HEADER_LEN + coding.coder.min_encoded_len(words, w);
         if slice.len() < least {

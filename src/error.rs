@@ -1,5 +1,7 @@
 //! The codec's error type: every message names karoo and says what was wrong.
 
+use crate::stream_error::StreamError;
+
 /// Everything that can go wrong when compressing or decompressing a chunk.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -46,6 +48,16 @@ pub enum Error {
         /// Largest size the caller accepts.
         limit: u64,
     },
+}
+
+impl Error {
+    /// The error for block `index`, whose coding has the inconsistency `reason`.
+    pub(crate) fn corrupt_block(index: usize, reason: StreamError) -> Error {
+        Error::CorruptBlock {
+            index,
+            reason: reason.to_string(),
+        }
+    }
 }
 
 /// Result type of the codec.

@@ -412,7 +412,7 @@ impl Header {
         // encoder chooses: the limit on words per tile is what bounds the decoded size.
         let g = g
             .with_recorded_tiling(self.tiling)
-            .map_err(Error::CorruptHeader)?;
+            .map_err(|e| Error::CorruptHeader(e.to_string()))?;
         if g.tile_count() != Some(self.tile_sizes.len()) {
             return Err(Error::CorruptHeader(format!(
                 "tile table has {} entries, the geometry {} tiles",

@@ -11,6 +11,7 @@
 //! never on the thread count, so the output bytes never do either.
 
 use crate::error::{Error, Result};
+use crate::stream_error::{StreamError, TilingFault};
 
 /// Words a tile aims to hold: big enough to amortise its header, small enough for cache.
 pub const TARGET_TILE_WORDS: usize = 1 << 17;
@@ -149,32 +150,39 @@ impl Geometry {
     /// choice, if a decoder may accept it: every dimension at least 1, tiles of several
     /// planes made of whole planes, and at most [`MAX_TILE_WORDS`] words in a tile.
     /// Decoders accept any such tiling, so a future encoder may tile differently.
-    pub fn with_recorded_tiling(self, tiling: Tiling) -> std::result::Result<Geometry, String> {
+    pub fn with_recorded_tiling(
+        self,
+        tiling: Tiling,
+    ) -> std::result::Result<Geometry, StreamError> {
         let t = tiling;
-        let bad = |why: String| {
-            Err(format!(
-                "tile dimensions {}x{}x{} {why}",
-                t.planes_per_tile, t.tile_rows, t.tile_cols
-            ))
+        let bad = |fault| {
+            Err(StreamError::BadTiling {
+                planes: t.planes_per_tile,
+                rows: t.tile_rows,
+                cols: t.tile_cols,
+                fault,
+            })
         };
         if self.words() == 0 {
             return Ok(self);
         }
         if t.planes_per_tile == 0 || t.tile_rows == 0 || t.tile_cols == 0 {
-            return bad("have a zero".into());
+            return bad(TilingFault::ZeroDimension);
         }
         let planes = t.planes_per_tile.min(self.planes);
         let rows = t.tile_rows.min(self.rows());
         let cols = t.tile_cols.min(self.lag);
         if planes > 1 && (rows < self.rows() || cols < self.lag) {
-            return bad("span several planes but not whole ones".into());
+            return bad(TilingFault::PartialPlanes);
         }
         let words = planes
             .checked_mul(rows)
             .and_then(|w| w.checked_mul(cols))
             .filter(|&w| w <= MAX_TILE_WORDS);
         if words.is_none() {
-            return bad(format!("hold more than {MAX_TILE_WORDS} words"));
+            return bad(TilingFault::TooManyWords {
+                limit: MAX_TILE_WORDS,
+            });
         }
         Ok(Geometry { tiling, ..self })
     }

@@ -34,6 +34,7 @@ mod predict;
 mod process_local;
 mod scaled;
 mod shift;
+mod stream_error;
 mod tile;
 mod word;
 
@@ -48,8 +49,8 @@ pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
 
 /// The codec's inner parts, for its own benches, fuzz targets and tests (the
-/// `internals` feature): the coders' kernels, the word trait, the chunk header and the
-/// checksum. Not part of the stable API.
+/// `internals` feature): the coders' kernels and their error type, the word trait, the
+/// chunk header and the checksum. Not part of the stable API.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
@@ -57,5 +58,6 @@ pub mod internals {
     pub use crate::fast::{bitplane, patched, rice};
     pub use crate::format::Header;
     pub use crate::scaled::Scales;
+    pub use crate::stream_error::{StreamError, TilingFault};
     pub use crate::word::Word;
 }

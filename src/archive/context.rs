@@ -16,6 +16,7 @@
 
 use crate::bits::io::{BitReader, BitWriter};
 use crate::layout::Dims;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// How a tile's contexts and tokens are formed; recorded in the first
@@ -77,18 +78,20 @@ impl ContextConfig {
     }
 
     /// The configuration at the start of `input`, validated.
-    pub fn read(input: &[u8]) -> Result<ContextConfig, String> {
-        let &[buckets, split, base, token_bits] = input
-            .first_chunk::<CONFIG_LEN>()
-            .ok_or("coding shorter than its context configuration")?;
+    pub fn read(input: &[u8]) -> Result<ContextConfig, StreamError> {
+        let short = StreamError::Truncated("coding shorter than its context configuration");
+        let &[buckets, split, base, token_bits] = input.first_chunk::<CONFIG_LEN>().ok_or(short)?;
         if !(1..=16).contains(&buckets)
             || !(split == 1 || split == 3)
             || base == 0
             || !(1..=2).contains(&token_bits)
         {
-            return Err(format!(
-                "invalid context configuration {buckets}/{split}/{base}/{token_bits}"
-            ));
+            return Err(StreamError::ContextConfig {
+                buckets,
+                split,
+                base,
+                token_bits,
+            });
         }
         Ok(ContextConfig {
             buckets,

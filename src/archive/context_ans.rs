@@ -13,6 +13,7 @@ use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::rans::{self, Table};
 use crate::bits::io::{BitReader, BitWriter};
 use crate::layout::Dims;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Largest quantised count.
@@ -83,13 +84,13 @@ fn write_table(counts: &[u32], w: &mut BitWriter) -> Table {
 }
 
 /// Reads one context's table for an alphabet of `alphabet` tokens.
-fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, String> {
+fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, StreamError> {
     let mut weights = vec![0u64; alphabet];
     if r.get_wide(1) == 1 {
         let lo = r.get_wide(8) as usize;
         let hi = r.get_wide(8) as usize;
         if lo > hi || hi >= alphabet {
-            return Err(format!("table range {lo}..={hi} outside {alphabet} tokens"));
+            return Err(StreamError::TableRange { lo, hi, alphabet });
         }
         for weight_of in &mut weights[lo..=hi] {
             *weight_of = weight(r.get_wide(6) as u32);
@@ -128,7 +129,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 
 /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
 /// exactly their coding.
-pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
     let cfg = ContextConfig::read(input)?;
     let alphabet = cfg.alphabet::<T>();
     let mut tr = BitReader::new(&input[CONFIG_LEN..]);
@@ -136,18 +137,18 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         .map(|_| read_table(&mut tr, alphabet))
         .collect::<Result<Vec<_>, _>>()?;
     if tr.overrun() {
-        return Err("coding ends inside its tables".into());
+        return Err(StreamError::Truncated("coding ends inside its tables"));
     }
     let rest = &input[CONFIG_LEN + tr.bytes_used()..];
-    let (len, rest) = rest
-        .split_first_chunk::<4>()
-        .ok_or("coding ends before its rANS stream length")?;
+    let (len, rest) = rest.split_first_chunk::<4>().ok_or(StreamError::Truncated(
+        "coding ends before its rANS stream length",
+    ))?;
     let len = u32::from_le_bytes(*len) as usize;
     if len > rest.len() {
-        return Err(format!(
-            "rANS stream of {len} bytes overruns the {} left",
-            rest.len()
-        ));
+        return Err(StreamError::RansOverrun {
+            len,
+            left: rest.len(),
+        });
     }
     let (stream, raw) = rest.split_at(len);
     let mut dec = rans::Decoder::new(stream)?;

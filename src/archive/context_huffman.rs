@@ -11,6 +11,7 @@ use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::huffman::{self, MAX_CODE_LEN};
 use crate::bits::io::{BitReader, BitWriter};
 use crate::layout::Dims;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
@@ -44,7 +45,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 
 /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
 /// exactly their coding.
-pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
     let cfg = ContextConfig::read(input)?;
     let alphabet = cfg.alphabet::<T>();
     let mut at = CONFIG_LEN;
@@ -64,7 +65,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         let decoder = &decoders[cfg.context(up, left)];
         let (t, len) = decoder
             .decode(r.peek(MAX_CODE_LEN) as u32)
-            .ok_or("invalid Huffman code")?;
+            .ok_or(StreamError::Invalid("invalid Huffman code"))?;
         r.consume(len);
         (out[i], classes[i]) = cfg.read_value(t as u8, &mut r);
     }

@@ -14,6 +14,7 @@ use super::context_ans;
 use super::huffman::{self, MAX_CODE_LEN};
 use crate::bits::io::{BitReader, BitWriter};
 use crate::layout::Dims;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Most distinct values a dictionary holds.
@@ -100,27 +101,39 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 }
 
 /// Decodes `out.len()` values from `input`, which must be exactly their coding.
-pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
-    let (&kind, rest) = input.split_first().ok_or("empty dictionary coding")?;
+pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
+    let (&kind, rest) = input
+        .split_first()
+        .ok_or(StreamError::Truncated("empty dictionary coding"))?;
     match kind {
         KIND_DICTIONARY => {}
         KIND_FALLBACK => return context_ans::decode(rest, dims, out),
-        k => return Err(format!("unknown dictionary coding kind {k}")),
+        id => {
+            return Err(StreamError::UnknownId {
+                what: "dictionary coding kind",
+                id,
+            })
+        }
     }
-    let (&count, mut rest) = rest.split_first().ok_or("dictionary size missing")?;
+    let (&count, mut rest) = rest
+        .split_first()
+        .ok_or(StreamError::Truncated("dictionary size missing"))?;
     let count = usize::from(count) + 1;
     let mut dictionary = Vec::with_capacity(count);
     let mut value = 0u64;
     for i in 0..count {
-        let (delta, used) = read_varint(rest).ok_or("truncated dictionary")?;
+        let (delta, used) =
+            read_varint(rest).ok_or(StreamError::Truncated("truncated dictionary"))?;
         rest = &rest[used..];
         if i > 0 && delta == 0 {
-            return Err("dictionary values not strictly increasing".into());
+            return Err(StreamError::NonCanonical(
+                "dictionary values not strictly increasing",
+            ));
         }
         value = value
             .checked_add(delta)
             .filter(|&v| v <= T::ONES.to_u64())
-            .ok_or("dictionary value wider than the word")?;
+            .ok_or(StreamError::Invalid("dictionary value wider than the word"))?;
         dictionary.push(T::from_u64(value));
     }
     let (lengths, used) = huffman::read_lengths(rest, count)?;
@@ -130,7 +143,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
     for o in out.iter_mut() {
         let (s, len) = decoder
             .decode(r.peek(MAX_CODE_LEN) as u32)
-            .ok_or("invalid Huffman code")?;
+            .ok_or(StreamError::Invalid("invalid Huffman code"))?;
         r.consume(len);
         *o = dictionary[usize::from(s)];
     }
@@ -243,7 +256,7 @@ mod tests {
         let mut back8 = vec![0u8; values.len()];
         assert_eq!(
             decode(&out, DIMS, &mut back8).unwrap_err(),
-            "dictionary value wider than the word"
+            StreamError::Invalid("dictionary value wider than the word")
         );
     }
 

@@ -33,6 +33,8 @@
 //! length above [`MAX_CODE_LEN`] and a nonzero padding nibble. It does not check the
 //! Kraft sum; [`Decoder::new`] does.
 
+use crate::stream_error::StreamError;
+
 /// Longest code length allowed.
 pub const MAX_CODE_LEN: u32 = 12;
 
@@ -137,20 +139,22 @@ fn limited_code_lengths(counts: &[u32], limit: u32) -> Vec<u8> {
 
 /// Checks `lengths` for [`Encoder::new`] and [`Decoder::new`]; returns the number of
 /// codes of each length.
-fn length_counts(lengths: &[u8]) -> Result<[u32; MAX_CODE_LEN as usize + 1], String> {
+fn length_counts(lengths: &[u8]) -> Result<[u32; MAX_CODE_LEN as usize + 1], StreamError> {
     if lengths.len() > MAX_ALPHABET {
-        return Err(format!(
-            "huffman alphabet of {} symbols exceeds {MAX_ALPHABET}",
-            lengths.len()
-        ));
+        return Err(StreamError::HuffmanAlphabet {
+            symbols: lengths.len(),
+            limit: MAX_ALPHABET,
+        });
     }
     let mut counts = [0u32; MAX_CODE_LEN as usize + 1];
     let mut kraft: u64 = 0;
     for (symbol, &len) in lengths.iter().enumerate() {
         if u32::from(len) > MAX_CODE_LEN {
-            return Err(format!(
-                "huffman code length {len} of symbol {symbol} exceeds {MAX_CODE_LEN}"
-            ));
+            return Err(StreamError::HuffmanCodeLength {
+                len,
+                symbol,
+                limit: MAX_CODE_LEN,
+            });
         }
         if len > 0 {
             counts[usize::from(len)] += 1;
@@ -158,7 +162,9 @@ fn length_counts(lengths: &[u8]) -> Result<[u32; MAX_CODE_LEN as usize + 1], Str
         }
     }
     if kraft > TABLE_SIZE as u64 {
-        return Err("huffman code lengths over-subscribe the code space".to_string());
+        return Err(StreamError::Invalid(
+            "huffman code lengths over-subscribe the code space",
+        ));
     }
     Ok(counts)
 }
@@ -201,7 +207,7 @@ impl Encoder {
     /// Errors if the lengths over-subscribe the code space (Kraft sum > 1), a length
     /// exceeds [`MAX_CODE_LEN`], or there are more than `1 << MAX_CODE_LEN` symbols. An
     /// incomplete code (Kraft sum < 1) is allowed.
-    pub fn new(lengths: &[u8]) -> Result<Encoder, String> {
+    pub fn new(lengths: &[u8]) -> Result<Encoder, StreamError> {
         let counts = length_counts(lengths)?;
         let mut codes = vec![0u32; lengths.len()];
         canonical_codes(lengths, &counts, |symbol, bits, len| {
@@ -233,7 +239,7 @@ impl Decoder {
     /// (Kraft sum < 1) is allowed: table entries no code reaches decode as an error
     /// (see [`Decoder::decode`]). A single present symbol of length 1 is allowed (bit 0
     /// decodes it; bit 1 is invalid).
-    pub fn new(lengths: &[u8]) -> Result<Decoder, String> {
+    pub fn new(lengths: &[u8]) -> Result<Decoder, StreamError> {
         let counts = length_counts(lengths)?;
         let mut table = vec![0u16; TABLE_SIZE];
         canonical_codes(lengths, &counts, |symbol, bits, len| {
@@ -295,39 +301,46 @@ pub fn write_lengths(lengths: &[u8], out: &mut Vec<u8>) {
 ///
 /// Every malformed input (truncated, range outside the alphabet, a length above
 /// [`MAX_CODE_LEN`], a zero length at either end of the range, nonzero padding) is an
-/// `Err` with a short message; never panics on any input.
-pub fn read_lengths(input: &[u8], alphabet: usize) -> Result<(Vec<u8>, usize), String> {
+/// `Err`; never panics on any input.
+pub fn read_lengths(input: &[u8], alphabet: usize) -> Result<(Vec<u8>, usize), StreamError> {
+    const TRUNCATED: StreamError = StreamError::Truncated("truncated huffman length table");
     let [first, last, ..] = *input else {
-        return Err("truncated huffman length table".to_string());
+        return Err(TRUNCATED);
     };
     if [first, last] == EMPTY_TABLE {
         return Ok((vec![0; alphabet], 2));
     }
     let (first, last) = (usize::from(first), usize::from(last));
     if first > last {
-        return Err("bad huffman length table range".to_string());
+        return Err(StreamError::Invalid("bad huffman length table range"));
     }
     if last >= alphabet {
-        return Err("huffman length table range outside the alphabet".to_string());
+        return Err(StreamError::Invalid(
+            "huffman length table range outside the alphabet",
+        ));
     }
     let range = last - first + 1;
     let end = 2 + range.div_ceil(2);
     let Some(packed) = input.get(2..end) else {
-        return Err("truncated huffman length table".to_string());
+        return Err(TRUNCATED);
     };
     let mut lengths = vec![0u8; alphabet];
     for (i, length) in lengths[first..=last].iter_mut().enumerate() {
         let l = (packed[i / 2] >> (4 * (i % 2))) & 15;
         if u32::from(l) > MAX_CODE_LEN {
-            return Err("huffman code length too long".to_string());
+            return Err(StreamError::Invalid("huffman code length too long"));
         }
         *length = l;
     }
     if range % 2 == 1 && packed[range / 2] >> 4 != 0 {
-        return Err("nonzero padding in huffman length table".to_string());
+        return Err(StreamError::NonzeroPadding(
+            "nonzero padding in huffman length table",
+        ));
     }
     if lengths[first] == 0 || lengths[last] == 0 {
-        return Err("huffman length table range not tight".to_string());
+        return Err(StreamError::NonCanonical(
+            "huffman length table range not tight",
+        ));
     }
     Ok((lengths, end))
 }

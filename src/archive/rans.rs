@@ -8,6 +8,8 @@
 //! A correct stream leaves both decoder states at their initial value [`RANS_L`] with
 //! every byte consumed: the decoder checks both.
 
+use crate::stream_error::StreamError;
+
 /// Precision of the frequencies.
 pub const PROB_BITS: u32 = 12;
 /// Sum of the frequencies of a table.
@@ -145,14 +147,16 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// A decoder of the stream `input`; an error when it cannot hold the two states.
-    pub fn new(input: &'a [u8]) -> Result<Decoder<'a>, String> {
+    pub fn new(input: &'a [u8]) -> Result<Decoder<'a>, StreamError> {
         let (head, _) = input
             .split_first_chunk::<8>()
-            .ok_or("rANS stream shorter than its two states")?;
+            .ok_or(StreamError::Truncated(
+                "rANS stream shorter than its two states",
+            ))?;
         let state = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
         let states = [state(0), state(4)];
         if states.iter().any(|&x| x < RANS_L) {
-            return Err("rANS state below its interval".into());
+            return Err(StreamError::Invalid("rANS state below its interval"));
         }
         Ok(Decoder {
             states,
@@ -186,16 +190,17 @@ impl<'a> Decoder<'a> {
     }
 
     /// Ok when the stream was consumed exactly and both states are back at the start.
-    pub fn finish(&self) -> Result<(), String> {
+    pub fn finish(&self) -> Result<(), StreamError> {
         if self.overrun || self.pos != self.input.len() {
-            return Err(format!(
-                "rANS stream of {} bytes ended at byte {}",
-                self.input.len(),
-                self.pos
-            ));
+            return Err(StreamError::RansEnd {
+                len: self.input.len(),
+                pos: self.pos,
+            });
         }
         if self.states != [RANS_L; 2] {
-            return Err("rANS stream does not end in its initial state".into());
+            return Err(StreamError::NonCanonical(
+                "rANS stream does not end in its initial state",
+            ));
         }
         Ok(())
     }

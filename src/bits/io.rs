@@ -1,6 +1,8 @@
 //! LSB-first bit streams for the entropy coders: a growable writer and a bounds-safe
 //! reader that reads zeros past the end and reports how far it went.
 
+use crate::stream_error::StreamError;
+
 /// Appends bit fields, least significant bit first, to a byte vector.
 #[derive(Debug, Default)]
 pub struct BitWriter {
@@ -155,13 +157,13 @@ impl<'a> BitReader<'a> {
 
     /// Ok when the reads ended exactly in the input's last byte; else an error naming
     /// the stream (`what`) and where it ended.
-    pub fn finish(&self, what: &str) -> Result<(), String> {
+    pub fn finish(&self, what: &'static str) -> Result<(), StreamError> {
         if self.overrun() || self.bytes_used() != self.input.len() {
-            return Err(format!(
-                "{what} ends at byte {} of {}",
-                self.bytes_used(),
-                self.input.len()
-            ));
+            return Err(StreamError::BitStreamEnd {
+                what,
+                used: self.bytes_used(),
+                len: self.input.len(),
+            });
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ pub(crate) mod testing;
 use crate::archive::{context, context_ans, context_huffman, dictionary};
 use crate::fast::{bitplane, leading_zero_bytes, patched, rice};
 use crate::layout::Dims;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// A residual coder.
@@ -107,7 +108,12 @@ impl Coder {
 
     /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
     /// exactly their coding.
-    pub fn decode<T: Word>(self, input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), String> {
+    pub fn decode<T: Word>(
+        self,
+        input: &[u8],
+        dims: Dims,
+        out: &mut [T],
+    ) -> Result<(), StreamError> {
         match self {
             Coder::LeadingZeroBytes => leading_zero_bytes::decode(input, out),
             Coder::Bitplane => bitplane::decode(input, out),

@@ -13,6 +13,9 @@
 //! The decoded size is not stored: it is the tile's word count times `w`, which the
 //! decoder knows, and a block that decodes to any other size is corrupt.
 
+use std::borrow::Cow;
+
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// The general-purpose compressor behind a shuffled coding.
@@ -75,34 +78,41 @@ fn encode_at<T: Word>(values: &[T], backend: Backend, level: i32, out: &mut Vec<
 }
 
 /// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
-pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
     let len = out.len() * T::BYTES;
     let mut bytes = vec![0u8; len];
+    let refused = |what, e: &dyn std::fmt::Display| StreamError::Backend {
+        what,
+        message: Cow::Owned(e.to_string()),
+    };
     let got = match backend {
         Backend::Lz4 => lz4_flex::block::decompress_into(input, &mut bytes)
-            .map_err(|e| format!("LZ4 block: {e}"))?,
+            .map_err(|e| refused("LZ4 block", &e))?,
         Backend::Zstd => {
             check_single_zstd_frame(input)?;
             zstd::bulk::decompress_to_buffer(input, &mut bytes[..])
-                .map_err(|e| format!("zstd frame: {e}"))?
+                .map_err(|e| refused("zstd frame", &e))?
         }
     };
     if got != len {
-        return Err(format!("decodes to {got} bytes, the tile holds {len}"));
+        return Err(StreamError::DecodedLength { got, expected: len });
     }
     unshuffle(&bytes, out);
     Ok(())
 }
 
 /// Refuses input with bytes after its zstd frame: a coding is exactly one frame.
-fn check_single_zstd_frame(input: &[u8]) -> Result<(), String> {
+fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
     match zstd::zstd_safe::find_frame_compressed_size(input) {
         Ok(size) if size == input.len() => Ok(()),
-        Ok(size) => Err(format!(
-            "zstd frame of {size} bytes followed by {} more",
-            input.len() - size
-        )),
-        Err(_) => Err("zstd frame: truncated or invalid".into()),
+        Ok(size) => Err(StreamError::TrailingFrameBytes {
+            size,
+            extra: input.len() - size,
+        }),
+        Err(_) => Err(StreamError::Backend {
+            what: "zstd frame",
+            message: Cow::Borrowed("truncated or invalid"),
+        }),
     }
 }
 
@@ -156,6 +166,13 @@ mod tests {
         out.push(0);
         let mut back = vec![0u32; 100];
         let err = decode(&out, Backend::Zstd, &mut back).unwrap_err();
-        assert!(err.starts_with("zstd frame of"), "{err}");
+        assert_eq!(
+            err,
+            StreamError::TrailingFrameBytes {
+                size: out.len() - 1,
+                extra: 1
+            }
+        );
+        assert!(err.to_string().starts_with("zstd frame of"), "{err}");
     }
 }

@@ -50,6 +50,7 @@
 
 use std::ops::{BitAnd, BitOr, BitXor, Shl, Shr};
 
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Appends the bit-plane coding of `values` to `out`.
@@ -68,8 +69,8 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
 }
 
 /// Decodes `out.len()` values from `input`, which must be exactly what `encode` wrote
-/// for them; otherwise an error message.
-pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+/// for them; otherwise the error.
+pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     #[cfg(target_arch = "x86_64")]
     if avx2::handles::<T>() {
         // SAFETY: `handles` checked that the CPU supports AVX2.
@@ -90,13 +91,13 @@ fn encode_scalar<T: Word>(values: &[T], out: &mut Vec<u8>) {
 }
 
 /// [`decode`] with the portable transposition.
-fn decode_scalar<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+fn decode_scalar<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     match T::BITS {
         8 => decode_groups::<T, u8, _>(input, 0, out, transpose_decode::<u8>),
         16 => decode_groups::<T, u16, _>(input, 0, out, transpose_decode::<u16>),
         32 => decode_groups::<T, u32, _>(input, 0, out, transpose_decode::<u32>),
         64 => decode_groups::<T, u64, _>(input, 0, out, transpose_decode::<u64>),
-        bits => Err(format!("bitplane: unsupported word width {bits}")),
+        bits => Err(StreamError::UnsupportedWordWidth { bits }),
     }
 }
 
@@ -395,7 +396,7 @@ fn decode_groups<T: Word, L: Lane, F: FnMut(&mut L::Block, u64)>(
     start: usize,
     out: &mut [T],
     mut transpose: F,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let g = 8 * L::BYTES;
     let w = L::BYTES;
     let mut pos = start;
@@ -430,7 +431,9 @@ fn decode_groups<T: Word, L: Lane, F: FnMut(&mut L::Block, u64)>(
         if chunk.len() < g {
             let used = planes.iter().fold(0, |acc, v| acc | v.as_u64());
             if used >> chunk.len() != 0 {
-                return Err("bitplane: padding of the last group is not zero".into());
+                return Err(StreamError::NonzeroPadding(
+                    "bitplane: padding of the last group is not zero",
+                ));
             }
         }
         transpose(&mut block, header);
@@ -442,24 +445,23 @@ fn decode_groups<T: Word, L: Lane, F: FnMut(&mut L::Block, u64)>(
         return Err(zero_plane_error());
     }
     if pos != input.len() {
-        return Err(format!(
-            "bitplane: {} trailing bytes after the last group",
-            input.len() - pos
-        ));
+        return Err(StreamError::TrailingGroupBytes {
+            extra: input.len() - pos,
+        });
     }
     Ok(())
 }
 
 /// The error for an input that ends before the group at byte `pos` does.
 #[cold]
-fn truncated(pos: usize) -> String {
-    format!("bitplane: input truncated in the group at byte {pos}")
+fn truncated(pos: usize) -> StreamError {
+    StreamError::GroupTruncated { pos }
 }
 
 /// The error for a header bit whose plane word is zero.
 #[cold]
-fn zero_plane_error() -> String {
-    "bitplane: a header announces a zero plane word".into()
+fn zero_plane_error() -> StreamError {
+    StreamError::NonCanonical("bitplane: a header announces a zero plane word")
 }
 
 /// `encoded_len` for lane type `L`: one header plus one word per set header bit.
@@ -486,7 +488,7 @@ mod avx2 {
     use std::arch::x86_64::*;
     use std::ptr::write_unaligned;
 
-    use super::{decode_groups, Word};
+    use super::{decode_groups, StreamError, Word};
 
     /// Per 128-bit lane: four little-endian `u32` rows to dwords holding byte 0, 1,
     /// 2, 3 of the four rows.
@@ -882,7 +884,7 @@ mod avx2 {
     ///
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    unsafe fn decode32_full<T: Word>(input: &[u8], out: &mut [T]) -> Result<usize, String> {
+    unsafe fn decode32_full<T: Word>(input: &[u8], out: &mut [T]) -> Result<usize, StreamError> {
         let mut pos = 0;
         // Bit `j` set: plane word `j` of some group is zero.
         let mut zero_planes = 0;
@@ -968,7 +970,7 @@ mod avx2 {
     ///
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+    pub(super) unsafe fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
         match T::BITS {
             32 => {
                 // SAFETY: AVX2 is this function's contract.
@@ -996,7 +998,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     type Encoder<T> = fn(&[T], &mut Vec<u8>);
-    type Decoder<T> = fn(&[u8], &mut [T]) -> Result<(), String>;
+    type Decoder<T> = fn(&[u8], &mut [T]) -> Result<(), StreamError>;
 
     /// Every implementation of the coder available on this machine, with a name.
     fn paths<T: Word>() -> Vec<(&'static str, Encoder<T>, Decoder<T>)> {
@@ -1011,7 +1013,7 @@ mod tests {
                 // SAFETY: AVX2 was detected before this function was listed.
                 unsafe { avx2::encode(values, out) }
             }
-            fn dec<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+            fn dec<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
                 // SAFETY: AVX2 was detected before this function was listed.
                 unsafe { avx2::decode(input, out) }
             }

@@ -8,6 +8,7 @@
 //! 1-byte words). The zero pad lets the decoder load whole words without a bounds test.
 
 use crate::bits::pack as bitpack;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Bits per prefix code for `bytes`-byte words.
@@ -62,37 +63,40 @@ pub fn encoded_bits<T: Word>(values: &[T]) -> u64 {
 }
 
 /// Decodes `out.len()` residuals from `input`, which must be exactly their coding.
-pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     let w = T::BYTES;
     let bits = code_bits(w);
     let cap = code_cap(w);
     let codes_len = bitpack::packed_len(out.len(), bits);
     if input.len() < codes_len + w {
-        return Err(format!(
-            "{} bytes cannot hold the prefix codes of {} words",
-            input.len(),
-            out.len()
-        ));
+        return Err(StreamError::PrefixCodesTruncated {
+            len: input.len(),
+            words: out.len(),
+        });
     }
     let packed = &input[..codes_len];
     let mut codes = Vec::new();
     bitpack::unpack(packed, bits, out.len(), &mut codes);
     if !bitpack::padding_is_zero(packed, bits, out.len()) {
-        return Err("prefix stream padding is not zero".into());
+        return Err(StreamError::NonzeroPadding(
+            "prefix stream padding is not zero",
+        ));
     }
     if codes.iter().any(|&c| u32::from(c) > cap) {
-        return Err("prefix code out of range".into());
+        return Err(StreamError::Invalid("prefix code out of range"));
     }
     let residuals = &input[codes_len..];
     let expected: usize = codes.iter().map(|&c| w - c as usize).sum::<usize>() + w;
     if residuals.len() != expected {
-        return Err(format!(
-            "residual stream holds {} bytes, its prefix codes describe {expected}",
-            residuals.len()
-        ));
+        return Err(StreamError::ResidualLength {
+            got: residuals.len(),
+            expected,
+        });
     }
     if residuals[expected - w..].iter().any(|&b| b != 0) {
-        return Err("residual stream padding is not zero".into());
+        return Err(StreamError::NonzeroPadding(
+            "residual stream padding is not zero",
+        ));
     }
     let masks: Vec<T> = (0..=cap).map(|z| T::ONES.shr_or_zero(8 * z)).collect();
     let mut pos = 0;

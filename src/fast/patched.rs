@@ -63,6 +63,7 @@ use group::{unpack_reads, GroupLayout, PACK_MAX_WIDTH, PACK_MIN_WIDTH};
 use no_simd::{Avx2, Avx512};
 
 use crate::bits::io::load_u64;
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Values per group (one width each).
@@ -566,11 +567,17 @@ fn low_mask(n: u32) -> u64 {
     u64::MAX.checked_shr(64 - n).unwrap_or(0)
 }
 
+/// The error for a stream that ends inside a group.
+const TRUNCATED: StreamError = StreamError::Truncated("patched: stream truncated");
+
+/// The error for nonzero bits after the last field of a group's part.
+const NONZERO_PADDING: StreamError = StreamError::NonzeroPadding("patched: nonzero padding bits");
+
 /// Decodes `out.len()` values from `input`, which must be exactly what `encode` wrote
-/// for them (every byte consumed, padding bits zero); otherwise an error message.
+/// for them (every byte consumed, padding bits zero); otherwise the error.
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
-pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     match Isa::detect::<T>() {
         // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
         Isa::Avx512(avx2, avx512) => avx512.run(
@@ -708,7 +715,7 @@ fn decode_with<T: Word, K: Kernels>(
     out: &mut [T],
     simd: Option<Avx2>,
     whole: Option<K>,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
     for (g, group) in out.chunks_mut(GROUP).enumerate() {
@@ -717,15 +724,14 @@ fn decode_with<T: Word, K: Kernels>(
             pos = next;
             continue;
         }
-        pos = decode_group(input, pos, group, &mut padded, simd)
-            .map_err(|e| format!("{e} in group {g}"))?;
+        pos = decode_group(input, pos, group, &mut padded, simd).map_err(|e| e.in_group(g))?;
     }
     if pos != input.len() {
-        return Err(format!(
-            "patched: {} bytes after the coded values ({pos} of {} used)",
-            input.len() - pos,
-            input.len()
-        ));
+        return Err(StreamError::TrailingBytes {
+            coder: "patched",
+            used: pos,
+            len: input.len(),
+        });
     }
     Ok(())
 }
@@ -813,17 +819,20 @@ fn decode_group<T: Word>(
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
     simd: Option<Avx2>,
-) -> Result<usize, String> {
-    let truncated = || "patched: stream truncated".to_string();
-    let &h = input.get(pos).ok_or_else(truncated)?;
+) -> Result<usize, StreamError> {
+    let &h = input.get(pos).ok_or(TRUNCATED)?;
     let b = u32::from(h & !HAS_EXCEPTIONS);
     if b > T::BITS {
-        return Err(format!("patched: width {b} for {}-bit words", T::BITS));
+        return Err(StreamError::WidthForWord {
+            what: "patched: width",
+            value: b,
+            word_bits: T::BITS,
+        });
     }
     if h & HAS_EXCEPTIONS == 0 {
         return unpack_field(input, pos + 1, b, group, padded, simd);
     }
-    let &e_byte = input.get(pos + 1).ok_or_else(truncated)?;
+    let &e_byte = input.get(pos + 1).ok_or(TRUNCATED)?;
     let at = unpack_field(input, pos + 2, b, group, padded, simd)?;
     patch(input, at, b, e_byte, group, padded, simd)
 }
@@ -838,14 +847,14 @@ fn unpack_field<T: Word>(
     out: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
     simd: Option<Avx2>,
-) -> Result<usize, String> {
+) -> Result<usize, StreamError> {
     let bits = out.len() * width as usize;
     let end = at + bits.div_ceil(8);
     if end > input.len() {
-        return Err("patched: stream truncated".to_string());
+        return Err(TRUNCATED);
     }
     if !bits.is_multiple_of(8) && input[end - 1] >> (bits % 8) != 0 {
-        return Err("patched: nonzero padding bits".to_string());
+        return Err(NONZERO_PADDING);
     }
     if let Some((avx2, words)) = simd_group(out, simd, width, input.len() - at) {
         avx2.unpack(&input[at..], width, words);
@@ -871,20 +880,21 @@ fn patch<T: Word>(
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
     simd: Option<Avx2>,
-) -> Result<usize, String> {
+) -> Result<usize, StreamError> {
     let m = group.len();
     let e = u32::from(e_byte & !LIST);
     if e == 0 || b + e > T::BITS {
-        return Err(format!(
-            "patched: exception width {e} above width {b} for {}-bit words",
-            T::BITS
-        ));
+        return Err(StreamError::ExceptionWidth {
+            width: e,
+            low: b,
+            word_bits: T::BITS,
+        });
     }
     let field = input.get(at..).unwrap_or_default();
     let (bitmap, bits) = if e_byte & LIST != 0 {
         let k = bits_at(field, 0, COUNT_BITS);
         if k == 0 {
-            return Err("patched: 0 listed exceptions".to_string());
+            return Err(StreamError::NonCanonical("patched: 0 listed exceptions"));
         }
         let mut bitmap = 0u64;
         let mut next = 0;
@@ -895,7 +905,7 @@ fn patch<T: Word>(
                 POSITION_BITS,
             );
             if i < next || i >= m as u64 {
-                return Err(format!("patched: exception position {i} out of order"));
+                return Err(StreamError::ExceptionOrder { position: i });
             }
             bitmap |= 1 << i;
             next = i + 1;
@@ -904,16 +914,16 @@ fn patch<T: Word>(
     } else {
         let bitmap = bits_at(field, 0, m as u32);
         if bitmap == 0 {
-            return Err("patched: empty exception bitmap".to_string());
+            return Err(StreamError::NonCanonical("patched: empty exception bitmap"));
         }
         (bitmap, m)
     };
     let used = bits.div_ceil(8);
     if used > field.len() {
-        return Err("patched: stream truncated".to_string());
+        return Err(TRUNCATED);
     }
     if bits % 8 != 0 && field[used - 1] >> (bits % 8) != 0 {
-        return Err("patched: nonzero padding bits".to_string());
+        return Err(NONZERO_PADDING);
     }
     let start = at + used;
     let k = bitmap.count_ones() as usize;
@@ -954,14 +964,14 @@ fn patch<T: Word>(
             }
         };
     if empty {
-        return Err("patched: an exception without high bits".to_string());
+        return Err(StreamError::NonCanonical(
+            "patched: an exception without high bits",
+        ));
     }
     // The encoder makes `e` the width of the largest high part: any other `e` is a
     // corrupt stream (it would swallow padding bits).
     if all.bit_length() != e {
-        return Err(format!(
-            "patched: exception width {e} wider than its values"
-        ));
+        return Err(StreamError::ExceptionTooWide { width: e });
     }
     Ok(end)
 }
@@ -998,9 +1008,9 @@ fn simd_words_mut<T: Word>(
 /// Checks that the bits of the byte ending a field of `bits` bits at `end` (exclusive)
 /// beyond the field are zero.
 #[inline(always)]
-fn check_padding(input: &[u8], end: usize, bits: usize) -> Result<(), String> {
+fn check_padding(input: &[u8], end: usize, bits: usize) -> Result<(), StreamError> {
     if !bits.is_multiple_of(8) && input[end - 1] >> (bits % 8) != 0 {
-        return Err("patched: nonzero padding bits".to_string());
+        return Err(NONZERO_PADDING);
     }
     Ok(())
 }
@@ -1284,8 +1294,11 @@ mod tests {
     /// `input` decoded to `n` values by every path this CPU has, the portable loops
     /// first, then the AVX2 kernels group by group, and whole groups by the AVX2 and the
     /// AVX-512 kernels; each with its name.
-    fn decode_every_way(input: &[u8], n: usize) -> Vec<(&'static str, Result<Vec<u32>, String>)> {
-        let run = |decode: &dyn Fn(&mut [u32]) -> Result<(), String>| {
+    fn decode_every_way(
+        input: &[u8],
+        n: usize,
+    ) -> Vec<(&'static str, Result<Vec<u32>, StreamError>)> {
+        let run = |decode: &dyn Fn(&mut [u32]) -> Result<(), StreamError>| {
             let mut out = vec![u32::MAX; n];
             decode(&mut out).map(|()| out)
         };
@@ -1339,7 +1352,7 @@ mod tests {
             corrupt[at] = 0;
             for (path, result) in decode_every_way(&corrupt, values.len()) {
                 assert_eq!(
-                    result.unwrap_err(),
+                    result.unwrap_err().to_string(),
                     "patched: an exception without high bits in group 0",
                     "byte {at}, {path}"
                 );
@@ -1358,7 +1371,7 @@ mod tests {
             corrupt[3] = corrupt[3] & !31 | second;
             for (path, result) in decode_every_way(&corrupt, values.len()) {
                 assert_eq!(
-                    result.unwrap_err(),
+                    result.unwrap_err().to_string(),
                     format!("patched: exception {message} in group 0"),
                     "{path}"
                 );
@@ -1420,34 +1433,36 @@ mod tests {
             ),
         ];
         for (bytes, message) in cases {
-            assert_eq!(decode(bytes, &mut back).unwrap_err(), message);
+            assert_eq!(decode(bytes, &mut back).unwrap_err().to_string(), message);
         }
         // One listed exception at 0 with a zero high part.
         let bytes = [0x80, 1 | LIST, 1, 0];
         assert_eq!(
-            decode(&bytes, &mut back).unwrap_err(),
+            decode(&bytes, &mut back).unwrap_err().to_string(),
             "patched: an exception without high bits in group 0"
         );
         // One listed exception at 0 with a high part of 1 in a field of width 2.
         let field = 1u64 | 1 << 8; // count 1, position 0, high part 1
         let bytes = [0x80, 2 | LIST, field as u8, (field >> 8) as u8];
         assert_eq!(
-            decode(&bytes, &mut back).unwrap_err(),
+            decode(&bytes, &mut back).unwrap_err().to_string(),
             "patched: exception width 2 wider than its values in group 0"
         );
         // Positions 3 then 2: out of order.
         let field = 2u64 | 3 << 3 | 2 << 8;
         let bytes = [0x80, 1 | LIST, field as u8, (field >> 8) as u8];
         assert_eq!(
-            decode(&bytes, &mut back).unwrap_err(),
+            decode(&bytes, &mut back).unwrap_err().to_string(),
             "patched: exception position 2 out of order in group 0"
         );
         assert_eq!(
-            decode(&[0, 0], &mut back).unwrap_err(),
+            decode(&[0, 0], &mut back).unwrap_err().to_string(),
             "patched: 1 bytes after the coded values (1 of 2 used)"
         );
         assert_eq!(
-            decode(&[1, 0, 0, 0, 0x80], &mut back[..31]).unwrap_err(),
+            decode(&[1, 0, 0, 0, 0x80], &mut back[..31])
+                .unwrap_err()
+                .to_string(),
             "patched: nonzero padding bits in group 0"
         );
     }

@@ -43,6 +43,7 @@
 //! rejects an invalid header, a unary run of more than 16 zeros, a stream that ends
 //! early, any byte after the last coded bit's byte, and nonzero padding bits.
 
+use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Number of values per group (one parameter header each).
@@ -115,12 +116,12 @@ fn encode_group<T: Word>(group: &[T], w: &mut BitWriter<'_>) {
 }
 
 /// Decodes `out.len()` values from `input`, which must be exactly what `encode` wrote
-/// for them (every byte consumed, padding bits zero); otherwise an error message.
+/// for them (every byte consumed, padding bits zero); otherwise the error.
 ///
 /// Never panics and never reads outside `input`, whatever its contents; a corrupt
 /// stream may decode to wrong values without an error only where it still parses as a
 /// valid stream of exactly `input.len()` bytes.
-pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
+pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     let mut r = BitReader {
         input,
         ptr: 0,
@@ -134,39 +135,42 @@ pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), String> {
         if header == ZERO_GROUP {
             group.fill(T::default());
         } else if header > raw_header::<T>() {
-            return Err(format!(
-                "rice: invalid parameter {header} for {}-bit words in group {g}",
-                T::BITS
-            ));
+            return Err(StreamError::WidthForWord {
+                what: "rice: invalid parameter",
+                value: header,
+                word_bits: T::BITS,
+            }
+            .in_group(g));
         } else if header == raw_header::<T>() {
             for o in group.iter_mut() {
                 *o = T::from_u64(r.read_wide(T::BITS));
             }
         } else if ESCAPE + header <= MAX_PUT {
-            decode_rice_short(&mut r, group, header).map_err(|e| format!("{e} in group {g}"))?;
+            decode_rice_short(&mut r, group, header).map_err(|e| e.in_group(g))?;
         } else {
-            decode_rice_long(&mut r, group, header).map_err(|e| format!("{e} in group {g}"))?;
+            decode_rice_long(&mut r, group, header).map_err(|e| e.in_group(g))?;
         }
         if r.consumed_bits().div_ceil(8) > input.len() as u64 {
-            return Err(format!(
-                "rice: stream truncated in group {g} ({} bytes)",
-                input.len()
-            ));
+            return Err(StreamError::RiceTruncated {
+                group: g,
+                len: input.len(),
+            });
         }
     }
     let used = r.consumed_bits();
     let used_bytes = used.div_ceil(8);
     if used_bytes < input.len() as u64 {
-        return Err(format!(
-            "rice: {} bytes after the coded values ({used_bytes} of {} used)",
-            input.len() as u64 - used_bytes,
-            input.len()
-        ));
+        return Err(StreamError::TrailingBytes {
+            coder: "rice",
+            // Fewer than `input.len()`.
+            used: used_bytes as usize,
+            len: input.len(),
+        });
     }
     if !used.is_multiple_of(8) {
         if let Some(&last) = input.last() {
             if last >> (used % 8) != 0 {
-                return Err("rice: nonzero padding bits".to_string());
+                return Err(StreamError::NonzeroPadding("rice: nonzero padding bits"));
             }
         }
     }
@@ -447,7 +451,7 @@ fn decode_rice_short<T: Word>(
     r: &mut BitReader<'_>,
     group: &mut [T],
     k: u32,
-) -> Result<(), &'static str> {
+) -> Result<(), StreamError> {
     let mask = low_mask(k);
     if 2 * (ESCAPE + k) <= MAX_PUT {
         // Two codes per refill (an escape refills after itself).
@@ -477,7 +481,7 @@ fn decode_rice_long<T: Word>(
     r: &mut BitReader<'_>,
     group: &mut [T],
     k: u32,
-) -> Result<(), &'static str> {
+) -> Result<(), StreamError> {
     let mask = low_mask(k);
     for o in group.iter_mut() {
         r.refill();
@@ -604,7 +608,7 @@ impl BitReader<'_> {
     /// Reads a Rice code with parameter `k` (`mask` its low mask); the buffer must
     /// hold `16 + k` bits.
     #[inline(always)]
-    fn read_rice<T: Word>(&mut self, k: u32, mask: u64) -> Result<u64, &'static str> {
+    fn read_rice<T: Word>(&mut self, k: u32, mask: u64) -> Result<u64, StreamError> {
         let q = self.buf.trailing_zeros();
         if q < ESCAPE {
             let v = (u64::from(q) << k) | ((self.buf >> (q + 1)) & mask);
@@ -619,9 +623,11 @@ impl BitReader<'_> {
     /// prefix), then the raw word, and refills.
     #[cold]
     #[inline(never)]
-    fn read_escaped<T: Word>(&mut self, q: u32) -> Result<u64, &'static str> {
+    fn read_escaped<T: Word>(&mut self, q: u32) -> Result<u64, StreamError> {
         if q != ESCAPE {
-            return Err("rice: unary code longer than the escape");
+            return Err(StreamError::Invalid(
+                "rice: unary code longer than the escape",
+            ));
         }
         self.consume(ESCAPE + 1);
         let v = self.read_wide(T::BITS);

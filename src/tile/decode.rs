@@ -57,7 +57,7 @@ pub fn decode_tile<T: Word>(
     rows: &mut impl TileRows,
     spatial: Spatial,
 ) -> Result<u64> {
-    let corrupt = |reason: String| Error::CorruptBlock { index, reason };
+    let corrupt = |reason| Error::corrupt_block(index, reason);
     let coding = parse_coding(payload).map_err(corrupt)?;
     T::with_scratch(|residuals| {
         // No need to zero the reused words: every coder writes each value it decodes

@@ -5,6 +5,7 @@ use crate::coder::Coder;
 use crate::layout::Spatial;
 use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
+use crate::stream_error::StreamError;
 
 /// Bytes of the per-tile header.
 pub const TILE_HEADER_LEN: usize = 2;
@@ -52,17 +53,17 @@ impl Coding {
 }
 
 /// The coding a tile payload records, validated.
-pub fn parse_coding(payload: &[u8]) -> std::result::Result<Coding, String> {
+pub fn parse_coding(payload: &[u8]) -> Result<Coding, StreamError> {
     if payload.len() < TILE_HEADER_LEN {
-        return Err(format!("{} bytes, no tile header", payload.len()));
+        return Err(StreamError::NoTileHeader { len: payload.len() });
     }
+    let unknown = |what, id| StreamError::UnknownId { what, id };
     let id = payload[0] & !SPATIAL_HEAD_BIT;
-    let predictor =
-        Predictor::from_id(id.into()).ok_or_else(|| format!("unknown predictor {id}"))?;
-    let map = ResidualMap::from_id((payload[1] >> 4).into())
-        .ok_or_else(|| format!("unknown residual map {}", payload[1] >> 4))?;
-    let coder = Coder::from_id((payload[1] & 15).into())
-        .ok_or_else(|| format!("unknown residual coder {}", payload[1] & 15))?;
+    let predictor = Predictor::from_id(id.into()).ok_or_else(|| unknown("predictor", id))?;
+    let id = payload[1] >> 4;
+    let map = ResidualMap::from_id(id.into()).ok_or_else(|| unknown("residual map", id))?;
+    let id = payload[1] & 15;
+    let coder = Coder::from_id(id.into()).ok_or_else(|| unknown("residual coder", id))?;
     Ok(Coding {
         predictor,
         map,
