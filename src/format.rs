@@ -67,7 +67,7 @@ pub struct Header {
     pub word_size: u8,
     /// Index of the time axis in `shape`.
     pub time_axis: u8,
-    /// Zero low bits dropped from every coded word (with [`FLAG_SHIFTED`]), else 0.
+    /// Zero low bits dropped from every coded word (with flag bit 3, `SHIFTED`), else 0.
     pub shift: u8,
     /// Size of the decoded chunk in bytes.
     pub decoded_size: u64,
