@@ -10,15 +10,11 @@ from it, from ``dtype=``, or from ``out=``.
 from __future__ import annotations
 
 import json
-import struct
 
 import numpy as np
 
 from . import _lib
 from ._options import Options
-
-# Header fields decompress reads once the plugin has validated the header.
-_WORD_SIZE_AT, _RANK_AT, _SHAPE_AT = 10, 11, 84
 
 
 class Chunk(bytes):
@@ -105,13 +101,10 @@ def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
 
 
 def chunk_shape(data) -> tuple[tuple[int, ...], int, int]:
-    """(shape in words, word size, decoded bytes) of a chunk, its header validated."""
-    view, address = _address(data)
-    nbytes = _lib.decoded_len(address, view.nbytes)
-    word = int(view[_WORD_SIZE_AT])
-    rank = int(view[_RANK_AT])
-    shape = struct.unpack_from(f"<{rank}Q", view, _SHAPE_AT)
-    return tuple(int(d) for d in shape), word, nbytes
+    """(shape in words, word size, decoded bytes) of a chunk, its header validated (the
+    library reads every header version)."""
+    info = describe(data)
+    return tuple(int(d) for d in info["shape"]), int(info["word_size"]), int(info["decoded_size"])
 
 
 def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple[int, ...]:
