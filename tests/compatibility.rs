@@ -15,10 +15,13 @@
 //! `KAROO_GOLDEN_OUT=/tmp/golden cargo test --release --test compatibility -- --ignored`
 //! then `diff -r /tmp/golden tests/golden/chunks`.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::{varint, widened};
 use karoo::{compress, decompress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 
 fn golden_dir() -> PathBuf {
@@ -46,20 +49,6 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
-}
-
-/// Reads an unsigned LEB128 varint at `*at` and moves past it.
-fn varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = bytes[*at];
-        *at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return value;
-        }
-    }
-    panic!("varint longer than 10 bytes");
 }
 
 /// Reads the pinned fields of a chunk of format version 1 or 2.
@@ -316,32 +305,6 @@ fn f32_with_specials(shape: &[usize], seed: u64) -> Vec<u8> {
         bytes[4 * at..4 * at + 4].copy_from_slice(&specials[k % specials.len()].to_le_bytes());
     }
     bytes
-}
-
-/// Little-endian float32 words widened to the float64 words they equal, bit by bit as
-/// docs/format.md's table for narrowed chunks gives (NaN payloads kept).
-fn widened(f32_words: &[u8]) -> Vec<u8> {
-    f32_words
-        .chunks_exact(4)
-        .flat_map(|w| {
-            let f = u32::from_le_bytes(w.try_into().unwrap());
-            let (s, e, m) = (
-                u64::from(f >> 31) << 63,
-                u64::from((f >> 23) & 255),
-                u64::from(f & 0x7f_ffff),
-            );
-            let x = match (e, m) {
-                (255, _) => s | 2047 << 52 | m << 29,
-                (0, 0) => s,
-                (0, _) => {
-                    let p = 63 - u64::from(m.leading_zeros());
-                    s | (p + 874) << 52 | (m - (1 << p)) << (52 - p)
-                }
-                _ => s | (e + 896) << 52 | m << 29,
-            };
-            x.to_le_bytes()
-        })
-        .collect()
 }
 
 fn int_bytes(values: &[f64], word: usize, scale: f64) -> Vec<u8> {

@@ -2,6 +2,9 @@
 //! axis is smoothest, scaled integers, the general-purpose coders. Each test checks the
 //! path is taken (from the chunk's own header) and that the chunk round-trips exactly.
 
+mod common;
+
+use common::{round_trip, widened};
 use karoo::internals::Header;
 use karoo::{compress, decompress, ElementKind, Mode, Params};
 
@@ -33,12 +36,6 @@ fn params(word: usize, shape: &[usize], mode: Mode) -> Params {
     let mut p = Params::new(word, shape);
     p.mode = mode;
     p
-}
-
-fn round_trip(data: &[u8], p: &Params) -> Vec<u8> {
-    let chunk = compress(data, p).unwrap();
-    assert!(decompress(&chunk).unwrap() == data, "{p:?}");
-    chunk
 }
 
 /// One integration of a complex64 spectrum (time 1, channel, polarisation, component),
@@ -130,15 +127,6 @@ fn scaled_float64_round_trips() {
     assert_eq!(recorded(&chunk).1, 2);
 }
 
-/// Float32 words as the float64 words they equal (`f64::from` is exact for every
-/// value but a signalling NaN, which it quiets; the samples here have none).
-fn widened(f32_words: &[u8]) -> Vec<u8> {
-    f32_words
-        .chunks_exact(4)
-        .flat_map(|w| f64::from(f32::from_le_bytes(w.try_into().unwrap())).to_le_bytes())
-        .collect()
-}
-
 /// Header length of a chunk.
 fn header_len(chunk: &[u8]) -> usize {
     header(chunk).1
@@ -196,29 +184,15 @@ fn incompressible_narrowed_words_are_stored_as_float32() {
     // Random float32 bit patterns (NaN payloads, signalling ones included, among them),
     // widened bit by bit as docs/format.md specifies.
     let mut x = 0x2545_f491_4f6c_dd1du64;
-    let wide: Vec<u8> = (0..2048)
+    let bits: Vec<u8> = (0..2048)
         .flat_map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let f = (x >> 32) as u32;
-            let (s, e, m) = (
-                u64::from(f >> 31) << 63,
-                u64::from((f >> 23) & 255),
-                u64::from(f & 0x7f_ffff),
-            );
-            let w = match (e, m) {
-                (255, _) => s | 2047 << 52 | m << 29,
-                (0, 0) => s,
-                (0, _) => {
-                    let p = 63 - u64::from(m.leading_zeros());
-                    s | (p + 874) << 52 | (m - (1 << p)) << (52 - p)
-                }
-                _ => s | (e + 896) << 52 | m << 29,
-            };
-            w.to_le_bytes()
+            ((x >> 32) as u32).to_le_bytes()
         })
         .collect();
+    let wide = widened(&bits);
     let chunk = round_trip(&wide, &params(8, &[2048], Mode::Archive));
     assert_eq!(chunk[6], 1 | 4, "stored, narrowed");
     assert_eq!(chunk.len(), header_len(&chunk) + wide.len() / 2);

@@ -2,6 +2,9 @@
 //! party's decoder is written from that document, so the bytes must match it exactly.
 //! (Version-1 headers are read back from the golden chunks in compatibility.rs.)
 
+mod common;
+
+use common::varint;
 use karoo::{compress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 use twox_hash::XxHash3_64;
 
@@ -19,25 +22,6 @@ struct Fields {
     checksum: u64,
     /// Where the payloads start.
     len: usize,
-}
-
-/// Reads an unsigned LEB128 varint at `*at`, checking it is minimal.
-fn varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let start = *at;
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = bytes[*at];
-        *at += 1;
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            assert!(
-                byte != 0 || *at == start + 1,
-                "varint at {start} not minimal"
-            );
-            return value;
-        }
-    }
-    panic!("varint at {start} longer than 10 bytes");
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {

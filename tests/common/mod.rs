@@ -28,3 +28,50 @@ pub fn round_trip(data: &[u8], params: &Params) -> Vec<u8> {
     assert_eq!(back, data, "round trip of {params:?}");
     packed
 }
+
+/// Little-endian float32 words widened to the float64 words they equal, bit by bit as
+/// docs/format.md's table for narrowed chunks gives (NaN payloads kept, signalling ones
+/// included): the tests' own reading of the spec, apart from the codec's.
+pub fn widened(f32_words: &[u8]) -> Vec<u8> {
+    f32_words
+        .chunks_exact(4)
+        .flat_map(|w| {
+            let f = u32::from_le_bytes(w.try_into().unwrap());
+            let (s, e, m) = (
+                u64::from(f >> 31) << 63,
+                u64::from((f >> 23) & 255),
+                u64::from(f & 0x7f_ffff),
+            );
+            let x = match (e, m) {
+                (255, _) => s | 2047 << 52 | m << 29,
+                (0, 0) => s,
+                (0, _) => {
+                    let p = 63 - u64::from(m.leading_zeros());
+                    s | (p + 874) << 52 | (m - (1 << p)) << (52 - p)
+                }
+                _ => s | (e + 896) << 52 | m << 29,
+            };
+            x.to_le_bytes()
+        })
+        .collect()
+}
+
+/// Reads the unsigned LEB128 varint of a version-2 header at `*at` and moves past it,
+/// asserting it is minimal and at most 10 bytes long.
+pub fn varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let start = *at;
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = bytes[*at];
+        *at += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            assert!(
+                byte != 0 || *at == start + 1,
+                "varint at {start} not minimal"
+            );
+            return value;
+        }
+    }
+    panic!("varint at {start} longer than 10 bytes");
+}
