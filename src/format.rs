@@ -199,20 +199,35 @@ impl Header {
         Ok((header, r.pos))
     }
 
-    /// Reads the rest of a version-2 header up to its checksum (the reader after byte 13).
-    fn parse_compact(&mut self, r: &mut Reader<'_>, rank: usize) -> Result<()> {
-        let [lag, planes, rows, cols, stride, run, count] = [(); 7].map(|()| r.varint());
-        self.lag = lag?;
+    /// Sets the tiling and the Lorenzo neighbour from the header's fields, in header order:
+    /// planes, rows and columns per tile, stride, run.
+    fn set_tiling_and_spatial(
+        &mut self,
+        [planes, rows, cols, stride, run]: [u64; 5],
+    ) -> Result<()> {
         self.tiling = Tiling {
-            planes_per_tile: to_usize(planes?)?,
-            tile_rows: to_usize(rows?)?,
-            tile_cols: to_usize(cols?)?,
+            planes_per_tile: to_usize(planes)?,
+            tile_rows: to_usize(rows)?,
+            tile_cols: to_usize(cols)?,
         };
         self.spatial = Spatial {
-            stride: to_usize(stride?)?,
-            run: to_usize(run?)?,
+            stride: to_usize(stride)?,
+            run: to_usize(run)?,
         };
-        let count = count?;
+        Ok(())
+    }
+
+    /// Reads the rest of a version-2 header up to its checksum (the reader after byte 13).
+    fn parse_compact(&mut self, r: &mut Reader<'_>, rank: usize) -> Result<()> {
+        self.lag = r.varint()?;
+        self.set_tiling_and_spatial([
+            r.varint()?,
+            r.varint()?,
+            r.varint()?,
+            r.varint()?,
+            r.varint()?,
+        ])?;
+        let count = r.varint()?;
         check_rank(rank)?;
         self.shape = (0..rank).map(|_| r.varint()).collect::<Result<_>>()?;
         let table_len = count
@@ -246,16 +261,7 @@ impl Header {
         let reserved = [r.u8()?, r.u8()?];
         self.decoded_size = r.u64()?;
         self.lag = r.u64()?;
-        let [planes, rows, cols, stride, run] = [(); 5].map(|()| r.u64());
-        self.tiling = Tiling {
-            planes_per_tile: to_usize(planes?)?,
-            tile_rows: to_usize(rows?)?,
-            tile_cols: to_usize(cols?)?,
-        };
-        self.spatial = Spatial {
-            stride: to_usize(stride?)?,
-            run: to_usize(run?)?,
-        };
+        self.set_tiling_and_spatial([r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?])?;
         self.checksum = r.u64()?;
         let count = r.u32()? as usize;
         check_rank(rank)?;

@@ -30,10 +30,17 @@ pub fn narrow(x: u64) -> Option<u32> {
 /// The float32 words of `data` (little-endian float64 words) as little-endian bytes, if
 /// every word equals a float32 value. Most float64 data fails on its first word.
 pub fn narrowed(data: &[u8]) -> Option<Vec<u8>> {
+    let load = |word: &[u8]| u64::from_le_bytes(word.try_into().expect("8-byte chunk"));
+    let mut words = data.chunks_exact(8);
+    // The first word decides most chunks: allocate only once it narrows.
+    let first = match words.next() {
+        Some(word) => narrow(load(word))?,
+        None => return Some(Vec::new()),
+    };
     let mut out = Vec::with_capacity(data.len() / 2);
-    for word in data.chunks_exact(8) {
-        let x = u64::from_le_bytes(word.try_into().expect("8-byte chunk"));
-        out.extend_from_slice(&narrow(x)?.to_le_bytes());
+    out.extend_from_slice(&first.to_le_bytes());
+    for word in words {
+        out.extend_from_slice(&narrow(load(word))?.to_le_bytes());
     }
     Some(out)
 }
