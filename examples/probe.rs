@@ -3,12 +3,14 @@
 //!
 //! Usage: `probe FILE ROWS REPEATS [archive]`. FILE holds the chunk's raw little-endian
 //! float32 words (complex64 pairs), ROWS time rows of equal length (or the shape in
-//! `KAROO_PROBE_SHAPE`). Prints the ratio
+//! `KAROO_PROBE_SHAPE`). `KAROO_PROBE_WORD` sets the word size in bytes (default 4) and
+//! `KAROO_PROBE_INTEGER=1` codes the words as integers; `KAROO_PROBE_ONLY=compress` (or
+//! `decompress`) runs the other direction once, for profiles of one. Prints the ratio
 //! and the best compress and decompress throughputs in MB/s of REPEATS runs each.
 
 use std::time::Instant;
 
-use karoo::{compress, decompress_with, Mode, Params};
+use karoo::{compress, decompress_with, ElementKind, Mode, Params};
 
 /// The chunk's shape: `KAROO_PROBE_SHAPE` (comma-separated, slowest first, ending in the
 /// 2 components) when set, else (ROWS, elements per row, 2).
@@ -31,12 +33,20 @@ fn main() {
     let data = std::fs::read(&args[1]).expect("readable probe file");
     let rows: usize = args[2].parse().expect("ROWS is a number");
     let repeats: usize = args[3].parse().expect("REPEATS is a number");
-    let elements = data.len() / 8 / rows;
+    let word: usize = std::env::var("KAROO_PROBE_WORD")
+        .map(|w| w.parse().expect("KAROO_PROBE_WORD: a number"))
+        .unwrap_or(4);
+    let elements = data.len() / (2 * word) / rows;
     assert_eq!(
-        elements * 8 * rows,
+        elements * 2 * word * rows,
         data.len(),
-        "rows of whole complex64 elements"
+        "rows of whole complex elements"
     );
+    let element = if std::env::var("KAROO_PROBE_INTEGER").is_ok_and(|v| v == "1") {
+        ElementKind::Integer
+    } else {
+        ElementKind::Float
+    };
     let params = Params {
         components: 2,
         threads: 1,
@@ -45,9 +55,12 @@ fn main() {
         } else {
             Mode::Fast
         },
-        ..Params::new(4, &shape(rows, elements))
+        element,
+        ..Params::new(word, &shape(rows, elements))
     };
-    let best = |work: &mut dyn FnMut()| {
+    let only = std::env::var("KAROO_PROBE_ONLY").unwrap_or_default();
+    let repeats_of = |skipped: &str| if only == skipped { 1 } else { repeats };
+    let best = |repeats: usize, work: &mut dyn FnMut()| {
         (0..repeats.max(1))
             .map(|_| {
                 let start = Instant::now();
@@ -57,9 +70,11 @@ fn main() {
             .fold(f64::INFINITY, f64::min)
     };
     let mut packed = Vec::new();
-    let compress_s = best(&mut || packed = compress(&data, &params).expect("compresses"));
+    let compress_s = best(repeats_of("decompress"), &mut || {
+        packed = compress(&data, &params).expect("compresses")
+    });
     let mut back = Vec::new();
-    let decompress_s = best(&mut || {
+    let decompress_s = best(repeats_of("compress"), &mut || {
         back = decompress_with(&packed, u64::MAX, 1).expect("decompresses");
     });
     assert!(back == data, "round trip is bit-exact");
