@@ -7,6 +7,7 @@
 //! with [`RowPredictor::predict`]. Before the first row it predicts zero; with fewer
 //! rows seen than its order needs, it uses what it has (order 1 after one row).
 
+pub mod flat;
 mod predictor;
 pub mod residual;
 mod rows;

@@ -220,17 +220,34 @@ fn median_of<T: Word>(rows: &[Vec<T>], out: &mut [T], scratch: &mut Vec<u64>) {
 /// by `k`, and neither sum overflows (`2^k` values below `2^(BITS - k)`).
 #[inline(always)]
 fn mean_pow2<T: Word, const N: usize>(rows: [&[T]; N], out: &mut [T]) {
+    for (c, o) in out.iter_mut().enumerate() {
+        *o = mean_pow2_word::<T, N>(std::array::from_fn(|j| rows[j][c]));
+    }
+}
+
+/// The mean of `N = 2^k` words, as [`mean_pow2`] takes it column by column.
+#[inline(always)]
+pub(super) fn mean_pow2_word<T: Word, const N: usize>(values: [T; N]) -> T {
     let k = N.trailing_zeros();
     let low = T::from_u64((1 << k) - 1);
-    for (c, o) in out.iter_mut().enumerate() {
-        let mut high_sum = T::default();
-        let mut low_sum = T::default();
-        for row in rows {
-            high_sum = high_sum.wrapping_add(row[c].shr_or_zero(k));
-            low_sum = low_sum.wrapping_add(row[c] & low);
-        }
-        *o = high_sum.wrapping_add(low_sum.shr_or_zero(k));
+    let mut high_sum = T::default();
+    let mut low_sum = T::default();
+    for v in values {
+        high_sum = high_sum.wrapping_add(v.shr_or_zero(k));
+        low_sum = low_sum.wrapping_add(v & low);
     }
+    high_sum.wrapping_add(low_sum.shr_or_zero(k))
+}
+
+/// Lagrange extrapolation through `N` words, most recent first, as the row predictor
+/// computes it once it has seen `N` rows.
+#[inline(always)]
+pub(super) fn lagrange_word<T: Word, const N: usize>(values: [T; N]) -> T {
+    let mut acc = T::default();
+    for (v, &k) in values.iter().zip(lagrange_coefficients(N)) {
+        acc = acc.wrapping_add(T::from_u64(v.to_u64().wrapping_mul(k as u64)));
+    }
+    acc
 }
 
 /// The mean of `N` rows (not a power of two: a history still filling up), summed in

@@ -4,7 +4,7 @@ use crate::checksum::RowDigest;
 use crate::error::{Error, Result};
 use crate::layout::{Dims, Geometry, Spatial, Tile};
 use crate::predict::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
-use crate::predict::RowPredictor;
+use crate::predict::{flat, RowPredictor};
 use crate::word::Word;
 
 use super::header::Coding;
@@ -14,8 +14,11 @@ use super::spatial::runs;
 
 /// Mutable access to the rows of one tile being decoded, wherever they lie in memory.
 pub trait TileRows {
-    /// The first `len` bytes of row `j` of the tile's plane `k`.
+    /// The first `len` bytes of row `j` of the tile's plane `k`; when the rows are
+    /// [`contiguous`](TileRows::contiguous), `len` may reach into the rows after.
     fn row(&mut self, k: usize, j: usize, len: usize) -> &mut [u8];
+    /// Whether each plane's rows follow one another in memory.
+    fn contiguous(&self) -> bool;
 }
 
 /// Tile rows at fixed strides in one buffer (tiles that span whole rows).
@@ -33,6 +36,10 @@ impl TileRows for StridedRows<'_> {
         let at = k * self.plane_stride + j * self.row_stride;
         &mut self.buf[at..at + len]
     }
+
+    fn contiguous(&self) -> bool {
+        true
+    }
 }
 
 /// Tile rows as separate disjoint slices (tiles that split rows by columns; one plane).
@@ -44,6 +51,10 @@ pub struct RowSegments<'a> {
 impl TileRows for RowSegments<'_> {
     fn row(&mut self, _k: usize, j: usize, len: usize) -> &mut [u8] {
         &mut self.rows[j][..len]
+    }
+
+    fn contiguous(&self) -> bool {
+        false
     }
 }
 
@@ -71,7 +82,7 @@ pub fn decode_tile<T: Word>(
                 residuals,
             )
             .map_err(corrupt)?;
-        let args = (&residuals[..], g, tile, coding, spatial);
+        let args = (&mut residuals[..], g, tile, coding, spatial);
         let mut digest = RowDigest::new();
         // The restore loops compiled for the CPU's widest vectors.
         crate::isa::vectorised(
@@ -88,7 +99,7 @@ pub fn decode_tile<T: Word>(
     })
 }
 
-type DecodeArgs<'a, T> = (&'a [T], &'a Geometry, &'a Tile, Coding, Spatial);
+type DecodeArgs<'a, T> = (&'a mut [T], &'a Geometry, &'a Tile, Coding, Spatial);
 
 #[inline(always)]
 fn restore_with<T: Word, M: MapOp>(
@@ -100,67 +111,109 @@ fn restore_with<T: Word, M: MapOp>(
     let predictor = coding.predictor;
     let (lorenzo, spatial_first) = coding.spatial_rows(spatial);
     let mut rp = RowPredictor::<T>::new(predictor);
+    // Narrow full rows: each plane's rows are contiguous, restored in one flat pass once
+    // the predictor has its history (see the encoder's residuals).
+    let flat = flat::full_history(predictor, lorenzo).filter(|_| {
+        rows.contiguous() && tile.col0 == 0 && tile.col1 >= g.lag && g.lag <= flat::MAX_FLAT_WIDTH
+    });
+    let plane_words = g.tile_words(&Tile {
+        plane1: tile.plane0 + 1,
+        ..*tile
+    });
     for k in 0..tile.plane1 - tile.plane0 {
         rp.reset();
+        let (plane, rest) = std::mem::take(&mut residuals).split_at_mut(plane_words);
+        residuals = rest;
+        let mut at = 0;
         for j in 0..tile.row1 - tile.row0 {
             let width = g.tile_row_width(tile, tile.row0 + j);
             if width == 0 {
                 break;
             }
-            let (r, rest) = residuals.split_at(width);
-            residuals = rest;
-            // Every arm below writes all `width` values of `cur`.
-            let mut cur = rp.take_row(width);
-            let out = rows.row(k, j, width * w);
-            let s = spatial.stride;
-            // Whether the arm stored the row already.
-            let stored = match rp.predict(width) {
-                None if spatial_first => {
-                    for run in runs(tile.col0, width, spatial) {
-                        let (seg, res) = (&mut cur[run.clone()], &r[run]);
-                        let head = s.min(seg.len());
-                        for (v, &r) in seg.iter_mut().zip(res).take(head) {
-                            *v = M::restore(r, T::default());
-                        }
-                        recur::<T, M>(seg, s, res, None);
-                    }
-                    false
-                }
-                None => {
-                    for (v, &r) in cur.iter_mut().zip(r) {
-                        *v = M::restore(r, T::default());
-                    }
-                    false
-                }
-                Some(p) if lorenzo => {
-                    for run in runs(tile.col0, width, spatial) {
-                        let (seg, res, p) = (&mut cur[run.clone()], &r[run.clone()], &p[run]);
-                        let head = s.min(seg.len());
-                        for ((v, &r), &p) in seg.iter_mut().zip(res).zip(p).take(head) {
-                            *v = M::restore(r, p);
-                        }
-                        recur::<T, M>(seg, s, res, Some(p));
-                    }
-                    false
-                }
-                Some(p) => {
-                    // The common case: restore, keep for the next prediction and store
-                    // in one pass.
-                    let restored = cur.iter_mut().zip(r).zip(p);
-                    for (((v, &r), &p), dst) in restored.zip(out.chunks_exact_mut(w)) {
-                        *v = M::restore(r, p);
-                        M::from_int(*v).store(dst);
-                    }
-                    true
-                }
-            };
-            if !stored {
-                for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
+            if let Some(history) = flat.filter(|&h| j == h) {
+                // The rows so far hold their mapped words: the history of the rest.
+                flat::restore_in_place::<T, M>(predictor, plane, g.lag, history);
+                let out = rows.row(k, j, (plane_words - at) * w);
+                for (dst, &m) in out.chunks_exact_mut(w).zip(&plane[at..]) {
                     M::from_int(m).store(dst);
                 }
+                digest.update(out);
+                break;
             }
+            let r = &mut plane[at..at + width];
+            at += width;
+            let out = rows.row(k, j, width * w);
+            let cur =
+                restore_row::<T, M>(&mut rp, r, out, tile.col0, spatial, lorenzo, spatial_first);
             digest.update(out);
+            if flat.is_some() {
+                r.copy_from_slice(&cur);
+            }
             rp.observe(cur);
         }
     }
+}
+
+/// Restores the next row from its residuals `r` and the predictor's prediction, stores
+/// its words in `out` and returns its mapped words (the predictor's next history row).
+#[inline(always)]
+fn restore_row<T: Word, M: MapOp>(
+    rp: &mut RowPredictor<T>,
+    r: &[T],
+    out: &mut [u8],
+    col0: usize,
+    spatial: Spatial,
+    lorenzo: bool,
+    spatial_first: bool,
+) -> Vec<T> {
+    let (w, width, s) = (T::BYTES, r.len(), spatial.stride);
+    // Every arm below writes all `width` values of `cur`.
+    let mut cur = rp.take_row(width);
+    // Whether the arm stored the row already.
+    let stored = match rp.predict(width) {
+        None if spatial_first => {
+            for run in runs(col0, width, spatial) {
+                let (seg, res) = (&mut cur[run.clone()], &r[run]);
+                let head = s.min(seg.len());
+                for (v, &r) in seg.iter_mut().zip(res).take(head) {
+                    *v = M::restore(r, T::default());
+                }
+                recur::<T, M>(seg, s, res, None);
+            }
+            false
+        }
+        None => {
+            for (v, &r) in cur.iter_mut().zip(r) {
+                *v = M::restore(r, T::default());
+            }
+            false
+        }
+        Some(p) if lorenzo => {
+            for run in runs(col0, width, spatial) {
+                let (seg, res, p) = (&mut cur[run.clone()], &r[run.clone()], &p[run]);
+                let head = s.min(seg.len());
+                for ((v, &r), &p) in seg.iter_mut().zip(res).zip(p).take(head) {
+                    *v = M::restore(r, p);
+                }
+                recur::<T, M>(seg, s, res, Some(p));
+            }
+            false
+        }
+        Some(p) => {
+            // The common case: restore, keep for the next prediction and store in one
+            // pass.
+            let restored = cur.iter_mut().zip(r).zip(p);
+            for (((v, &r), &p), dst) in restored.zip(out.chunks_exact_mut(w)) {
+                *v = M::restore(r, p);
+                M::from_int(*v).store(dst);
+            }
+            true
+        }
+    };
+    if !stored {
+        for (dst, &m) in out.chunks_exact_mut(w).zip(&cur) {
+            M::from_int(m).store(dst);
+        }
+    }
+    cur
 }

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::predict::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
-use crate::predict::RowPredictor;
+use crate::predict::{flat, RowPredictor};
 use crate::word::Word;
 
 use super::header::Coding;
@@ -62,8 +62,36 @@ fn residuals_with<T: Word, M: MapOp>(
     let (lorenzo, spatial_first) = coding.spatial_rows(spatial);
     out.reserve(g.tile_words(tile));
     let mut rp = RowPredictor::<T>::new(predictor);
+    // Narrow full rows: each plane's rows are contiguous, coded in one flat pass once
+    // the predictor has its history.
+    let flat = flat::full_history(predictor, lorenzo)
+        .filter(|_| cols.start == 0 && cols.end >= g.lag && g.lag <= flat::MAX_FLAT_WIDTH);
     for plane in tile.plane0..tile.plane1 {
         rp.reset();
+        if let Some(history) = flat {
+            let at = g.offset(plane, tile.row0, 0);
+            let words = g.tile_words(&Tile {
+                plane1: plane + 1,
+                plane0: plane,
+                ..*tile
+            });
+            let base = out.len();
+            out.extend(
+                src[at * w..(at + words) * w]
+                    .chunks_exact(w)
+                    .map(|x| M::to_int(T::load(x))),
+            );
+            let rows = &mut out[base..];
+            flat::residuals_in_place::<T, M>(predictor, rows, g.lag, history);
+            // The first rows, with less history, in place by the row predictor.
+            for row in rows.chunks_mut(g.lag).take(history) {
+                let mut cur = rp.take_row(row.len());
+                cur.copy_from_slice(row);
+                row_residuals::<T, M>(&rp.predict(row.len()), &cur, row, spatial_first, spatial, 0);
+                rp.observe(cur);
+            }
+            continue;
+        }
         for row in tile.row0..tile.row1 {
             let width = g.row_len(row).min(cols.end).saturating_sub(cols.start);
             if width == 0 {
@@ -92,23 +120,6 @@ fn residuals_with<T: Word, M: MapOp>(
                 *c = M::to_int(T::load(x));
             }
             match prediction {
-                None if spatial_first => {
-                    for run in runs(cols.start, width, spatial) {
-                        for c in run.clone() {
-                            let p = if c >= run.start + s {
-                                cur[c - s]
-                            } else {
-                                T::default()
-                            };
-                            dst[c] = M::residual(cur[c], p);
-                        }
-                    }
-                }
-                None => {
-                    for (d, &m) in dst.iter_mut().zip(&cur) {
-                        *d = M::residual(m, T::default());
-                    }
-                }
                 // Lorenzo (the plain time prediction took the one-pass loop above).
                 Some(p) => {
                     for run in runs(cols.start, width, spatial) {
@@ -122,8 +133,47 @@ fn residuals_with<T: Word, M: MapOp>(
                         }
                     }
                 }
+                None => row_residuals::<T, M>(&None, &cur, dst, spatial_first, spatial, cols.start),
             }
             rp.observe(cur);
+        }
+    }
+}
+
+/// Writes into `dst` the residuals of the mapped row `cur` (starting at column `col0`)
+/// against `prediction`, or with none, against zero or (`spatial_first`) the neighbour
+/// along the innermost axis.
+fn row_residuals<T: Word, M: MapOp>(
+    prediction: &Option<&[T]>,
+    cur: &[T],
+    dst: &mut [T],
+    spatial_first: bool,
+    spatial: Spatial,
+    col0: usize,
+) {
+    match prediction {
+        Some(p) => {
+            for ((d, &m), &p) in dst.iter_mut().zip(cur).zip(*p) {
+                *d = M::residual(m, p);
+            }
+        }
+        None if spatial_first => {
+            let s = spatial.stride;
+            for run in runs(col0, cur.len(), spatial) {
+                for c in run.clone() {
+                    let p = if c >= run.start + s {
+                        cur[c - s]
+                    } else {
+                        T::default()
+                    };
+                    dst[c] = M::residual(cur[c], p);
+                }
+            }
+        }
+        None => {
+            for (d, &m) in dst.iter_mut().zip(cur) {
+                *d = M::residual(m, T::default());
+            }
         }
     }
 }

@@ -1,0 +1,216 @@
+//! Prediction of narrow rows a whole plane at a time.
+//!
+//! When a chunk's series run along an inner axis (a snapshot of one time step, say, whose
+//! series run along frequency), a tile's rows are only a few words wide, and the
+//! bookkeeping of [`RowPredictor`](super::RowPredictor) for each row costs more than the
+//! arithmetic. Once a predictor has seen its full history, though, its prediction of a
+//! word depends only on the words one, two, .. rows before it: with the rows contiguous
+//! in one slice, the functions here apply the row predictor's formulas to every row from
+//! that point on, reading the earlier rows in place. The results are identical to the
+//! row predictor's (the tests compare them on every kind and map).
+
+use super::predictor::Predictor;
+use super::residual::MapOp;
+use super::rows::{lagrange_word, mean_pow2_word};
+use crate::word::Word;
+
+/// Widest rows that take the flat path: from here on the row predictor's per-row costs
+/// are small against the row's arithmetic.
+pub const MAX_FLAT_WIDTH: usize = 256;
+
+/// Rows `kind` must have seen before it predicts every later row with one formula of
+/// the rows before it, when it has such a form (the medians and Holt's smoothing take
+/// the row path; so does Lorenzo when `spatial`, i.e. with a neighbour along the row).
+pub fn full_history(kind: Predictor, spatial: bool) -> Option<usize> {
+    match kind {
+        Predictor::Lagrange(n @ 1..=4) => Some(usize::from(n)),
+        Predictor::Mean(n @ (2 | 4 | 8)) => Some(usize::from(n)),
+        Predictor::Lorenzo if !spatial => Some(1),
+        _ => None,
+    }
+}
+
+/// Replaces each word of rows `from..` of `plane` by its residual (under map `M`)
+/// against `kind`'s prediction from the rows before it, which hold mapped words. Rows
+/// are `width` words long, the last one possibly shorter; `kind` must have a flat form
+/// ([`full_history`]) of at most `from` rows. Rows are coded from the last back, so the
+/// rows a prediction reads still hold words when it is made.
+pub fn residuals_in_place<T: Word, M: MapOp>(
+    kind: Predictor,
+    plane: &mut [T],
+    width: usize,
+    from: usize,
+) {
+    dispatch::<T, M, false>(kind, plane, width, from);
+}
+
+/// Restores rows `from..` of `plane` in place: each residual (under map `M`) becomes
+/// its mapped word, from `kind`'s prediction from the rows before it, which are
+/// restored already. The inverse of [`residuals_in_place`].
+pub fn restore_in_place<T: Word, M: MapOp>(
+    kind: Predictor,
+    plane: &mut [T],
+    width: usize,
+    from: usize,
+) {
+    dispatch::<T, M, true>(kind, plane, width, from);
+}
+
+/// Runs the pass of `kind` (residuals, or restores when `RESTORE`) compiled for the
+/// CPU's widest vectors.
+fn dispatch<T: Word, M: MapOp, const RESTORE: bool>(
+    kind: Predictor,
+    plane: &mut [T],
+    width: usize,
+    from: usize,
+) {
+    let history = full_history(kind, false).expect("a predictor with a flat form");
+    assert!(from >= history && width > 0, "flat rows need their history");
+    crate::isa::vectorised(
+        #[inline(always)]
+        || match kind {
+            Predictor::Lagrange(1) | Predictor::Lorenzo => {
+                pass::<T, M, 1, RESTORE>(plane, width, from, |[a]| a)
+            }
+            Predictor::Lagrange(2) => pass::<T, M, 2, RESTORE>(plane, width, from, |[a, b]| {
+                a.wrapping_add(a).wrapping_sub(b)
+            }),
+            Predictor::Lagrange(3) => pass::<T, M, 3, RESTORE>(plane, width, from, lagrange_word),
+            Predictor::Lagrange(_) => pass::<T, M, 4, RESTORE>(plane, width, from, lagrange_word),
+            Predictor::Mean(2) => pass::<T, M, 2, RESTORE>(plane, width, from, mean_pow2_word),
+            Predictor::Mean(4) => pass::<T, M, 4, RESTORE>(plane, width, from, mean_pow2_word),
+            _ => pass::<T, M, 8, RESTORE>(plane, width, from, mean_pow2_word),
+        },
+    );
+}
+
+/// Rows `from..` of `plane` coded (or restored) against `predict` of the `N` words
+/// above each, most recent first.
+#[inline(always)]
+fn pass<T: Word, M: MapOp, const N: usize, const RESTORE: bool>(
+    plane: &mut [T],
+    width: usize,
+    from: usize,
+    predict: impl Fn([T; N]) -> T,
+) {
+    let rows = plane.len().div_ceil(width);
+    for step in from..rows {
+        // Restores run forwards (each row reads restored rows); residuals backwards
+        // (each row reads rows that still hold words).
+        let j = if RESTORE {
+            step
+        } else {
+            rows - 1 - (step - from)
+        };
+        let at = j * width;
+        let (before, row) = plane.split_at_mut(at);
+        let n = row.len().min(width);
+        let row = &mut row[..n];
+        let above: [&[T]; N] = std::array::from_fn(|k| &before[at - (k + 1) * width..][..n]);
+        for c in 0..n {
+            let p = predict(std::array::from_fn(|k| above[k][c]));
+            row[c] = if RESTORE {
+                M::restore(row[c], p)
+            } else {
+                M::residual(row[c], p)
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::residual::{RotateSubtractOp, SubtractOp, XorOp};
+    use crate::predict::RowPredictor;
+
+    /// Residuals of `plane` by the row predictor, row by row.
+    fn row_residuals<T: Word, M: MapOp>(kind: Predictor, plane: &[T], width: usize) -> Vec<T> {
+        let mut rp = RowPredictor::<T>::new(kind);
+        let mut out = Vec::new();
+        for row in plane.chunks(width) {
+            let mut cur = rp.take_row(row.len());
+            cur.copy_from_slice(row);
+            match rp.predict(row.len()) {
+                Some(p) => out.extend(row.iter().zip(p).map(|(&m, &p)| M::residual(m, p))),
+                None => out.extend(row.iter().map(|&m| M::residual(m, T::default()))),
+            }
+            rp.observe(cur);
+        }
+        out
+    }
+
+    fn check<T: Word, M: MapOp>() {
+        let kinds = [
+            Predictor::Lagrange(1),
+            Predictor::Lagrange(2),
+            Predictor::Lagrange(3),
+            Predictor::Lagrange(4),
+            Predictor::Mean(2),
+            Predictor::Mean(4),
+            Predictor::Mean(8),
+            Predictor::Lorenzo,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for kind in kinds {
+            let history = full_history(kind, false).unwrap();
+            for width in [1, 2, 3, 8, 33] {
+                for len in [history * width, 5 * width + 1, 12 * width, 12 * width - 1] {
+                    // Extremes and noise, so the wrapping arithmetic is exercised.
+                    let plane: Vec<T> = (0..len)
+                        .map(|i| {
+                            state = state
+                                .wrapping_mul(6_364_136_223_846_793_005)
+                                .wrapping_add(1);
+                            T::from_u64(match i % 7 {
+                                0 => u64::MAX,
+                                1 => 0,
+                                _ => state >> 7,
+                            })
+                        })
+                        .collect();
+                    let want = row_residuals::<T, M>(kind, &plane, width);
+                    let mut flat = plane.clone();
+                    residuals_in_place::<T, M>(kind, &mut flat, width, history);
+                    let from = (history * width).min(len);
+                    let head = &row_residuals::<T, M>(kind, &plane[..from], width);
+                    flat[..from].copy_from_slice(head);
+                    assert_eq!(
+                        flat,
+                        want,
+                        "{kind:?} {} bits, width {width}, {len}",
+                        T::BITS
+                    );
+                    // Restoring: the history rows hold words, the rest residuals.
+                    let mut back = want.clone();
+                    back[..from].copy_from_slice(&plane[..from]);
+                    restore_in_place::<T, M>(kind, &mut back, width, history);
+                    assert_eq!(
+                        back,
+                        plane,
+                        "{kind:?} {} bits, width {width}, {len}",
+                        T::BITS
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flat_passes_match_the_row_predictor() {
+        check::<u32, XorOp>();
+        check::<u32, SubtractOp>();
+        check::<u64, RotateSubtractOp>();
+        check::<u16, SubtractOp>();
+        check::<u8, XorOp>();
+    }
+
+    #[test]
+    fn kinds_without_a_flat_form_take_the_row_path() {
+        assert_eq!(full_history(Predictor::Holt, false), None);
+        assert_eq!(full_history(Predictor::Median(3), false), None);
+        assert_eq!(full_history(Predictor::Lorenzo, true), None);
+        assert_eq!(full_history(Predictor::Zero, false), None);
+        assert_eq!(full_history(Predictor::Mean(4), true), Some(4));
+    }
+}
