@@ -59,6 +59,9 @@ fn compress_smaller(
         let plan = Plan::new(words, &shape, params, None, narrowed)?.shifted(shift);
         Ok(code(plan, words))
     };
+    if !scaled_pays_on_sample(data, words, &shape, params, narrowed, shift) {
+        return plain();
+    }
     let Some(scaled) = compress_scaled(data, &shape, params, narrowed) else {
         return plain();
     };
@@ -72,6 +75,52 @@ fn compress_smaller(
     }
     buffers::give(scaled);
     Ok(plain)
+}
+
+/// Parts of a chunk's first axis of more than one element, one of which fast mode codes
+/// both ways before it codes the whole chunk as scaled integers.
+const SAMPLE_PARTS: usize = 8;
+/// Chunks below this many bytes are coded both ways whole: a part would say little.
+const SAMPLE_MIN_BYTES: usize = 1 << 18;
+
+/// Whether the chunk may be smaller as scaled integers, judged in fast mode on its first
+/// [`SAMPLE_PARTS`]-th (whole slices of its first axis of more than one element, coded as
+/// scaled integers, from `data`, and plainly, from `words`): only then is the whole
+/// chunk coded both ways. Floats that are integers (correlator counts stored as floats)
+/// have a scale but code as small plainly, and coding them twice would halve fast
+/// mode's speed. Archive mode and small chunks always try both.
+fn scaled_pays_on_sample(
+    data: &[u8],
+    words: &[u8],
+    shape: &[usize],
+    params: &Params,
+    narrowed: bool,
+    shift: u8,
+) -> bool {
+    let Some(axis) = shape.iter().position(|&d| d > 1) else {
+        return true;
+    };
+    if params.mode != Mode::Fast
+        || params.element != ElementKind::Float
+        || data.len() < SAMPLE_MIN_BYTES
+        || shape[axis] < 2 * SAMPLE_PARTS
+    {
+        return true;
+    }
+    let mut part = shape.to_vec();
+    part[axis] = shape[axis] / SAMPLE_PARTS;
+    let bytes = data.len() / shape[axis] * part[axis];
+    let Some(scaled) = compress_scaled(&data[..bytes], &part, params, narrowed) else {
+        return false;
+    };
+    let Ok(plan) = Plan::new(&words[..bytes], &part, params, None, narrowed) else {
+        return true;
+    };
+    let plain = plan.shifted(shift).compress(&words[..bytes]);
+    let pays = scaled.len() < plain.len();
+    buffers::give(scaled);
+    buffers::give(plain);
+    pays
 }
 
 /// Float words without the zero low bits every word has below its sign, and their

@@ -96,21 +96,29 @@ fn scaled_spectra(times: usize, baselines: usize, channels: usize) -> Vec<u8> {
 
 #[test]
 fn scaled_integer_spectra_are_coded_as_integers() {
-    let shape = [16, 8, 256];
-    let data = scaled_spectra(16, 8, 256);
+    // 128 KiB, coded both ways whole; 512 KiB, which fast mode first codes both ways on
+    // its first eighth.
+    for times in [16, 64] {
+        let shape = [times, 8, 256];
+        let data = scaled_spectra(times, 8, 256);
+        check_scaled_spectra(&shape, &data);
+    }
+}
+
+fn check_scaled_spectra(shape: &[usize], data: &[u8]) {
     for mode in [Mode::Fast, Mode::Archive] {
         let plain = {
-            let mut p = params(4, &shape, mode);
+            let mut p = params(4, shape, mode);
             p.element = ElementKind::Other;
-            compress(&data, &p).unwrap()
+            compress(data, &p).unwrap()
         };
-        let chunk = round_trip(&data, &params(4, &shape, mode));
+        let chunk = round_trip(data, &params(4, shape, mode));
         let (_, flags, _) = recorded(&chunk);
-        assert_eq!(flags, 2, "{mode:?}: scaled integers");
+        assert_eq!(flags, 2, "{mode:?} {shape:?}: scaled integers");
         // 16-bit integers with ~9 bits of noise: well under the float coding.
         assert!(
             chunk.len() * 10 < plain.len() * 8,
-            "{mode:?}: {} bytes against {} as plain words",
+            "{mode:?} {shape:?}: {} bytes against {} as plain words",
             chunk.len(),
             plain.len()
         );
