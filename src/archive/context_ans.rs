@@ -8,10 +8,20 @@
 //! token: the count is about `2^((q - 1) / 3)`. Encoder and decoder derive the
 //! frequencies from the quantised counts alone (`weight` and [`rans::normalize`]), so
 //! they agree bit for bit; quantising costs well under 1% of the token bits.
+//!
+//! Decoding is one dependency chain per rANS state, so it is written for latency: each
+//! table becomes a [`DecodeTable`] (slot to symbol, symbol to frequency range; kept
+//! per thread from tile to tile), a context is one lookup by `up` plus the sign of
+//! `left - up` without branches, what a token means (bit length, raw bits, top bits)
+//! is one lookup in a per-tile array, the raw bits are read at their bit position
+//! ([`BitCursor`]) and, where `left` is 1 or 2 words back, the last bit lengths stay
+//! in registers rather than going through memory.
+
+use std::cell::Cell;
 
 use super::context::{ContextConfig, Model, CONFIG_LEN};
-use super::rans::{self, Table};
-use crate::bits::io::{BitReader, BitWriter};
+use super::rans::{self, DecodeTable, DecodeTables, Table};
+use crate::bits::io::{BitCursor, BitReader, BitWriter};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
 use crate::word::Word;
@@ -83,8 +93,13 @@ fn write_table(counts: &[u32], w: &mut BitWriter) -> Table {
     Table::new(rans::normalize(&weights))
 }
 
-/// Reads one context's table for an alphabet of `alphabet` tokens.
-fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, StreamError> {
+/// Reads one context's table for an alphabet of `alphabet` tokens and appends it to
+/// `tables`.
+fn read_table(
+    r: &mut BitReader<'_>,
+    alphabet: usize,
+    tables: &mut DecodeTables,
+) -> Result<(), StreamError> {
     let mut weights = vec![0u64; alphabet];
     if r.get_wide(1) == 1 {
         let lo = r.get_wide(8) as usize;
@@ -96,9 +111,8 @@ fn read_table(r: &mut BitReader<'_>, alphabet: usize) -> Result<Table, StreamErr
             *weight_of = weight(r.get_wide(6) as u32);
         }
     }
-    let mut table = Table::new(rans::normalize(&weights));
-    table.build_lookup();
-    Ok(table)
+    tables.push(&rans::normalize(&weights));
+    Ok(())
 }
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
@@ -127,15 +141,55 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     out.extend_from_slice(&raw.finish());
 }
 
+/// What the decoder needs of a token: its bit length (bits 0 to 7), the number of raw
+/// bits that follow it (bits 8 to 15) and the bits of its value above those (from bit
+/// 16), for each of the 256 possible tokens.
+fn token_values<T: Word>(cfg: ContextConfig) -> [u32; 256] {
+    let mut values = [0u32; 256];
+    for (t, value) in values.iter_mut().enumerate().take(cfg.alphabet::<T>()) {
+        let t = t as u8;
+        let c = cfg.class_of(t);
+        let n = cfg.raw_bits(c);
+        let top = if n == 0 {
+            u32::from(t)
+        } else {
+            u32::from(t) & ((1 << cfg.token_bits) - 1) | 1 << cfg.token_bits
+        };
+        *value = u32::from(c) | n << 8 | top << 16;
+    }
+    values
+}
+
+thread_local! {
+    /// Each thread's decoding tables, reused from one tile to the next.
+    static TABLES: std::cell::RefCell<DecodeTables> = const {
+        std::cell::RefCell::new(DecodeTables::new())
+    };
+}
+
 /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
 /// exactly their coding.
 pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
+    TABLES.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut tables) => decode_with(input, dims, out, &mut tables),
+        Err(_) => decode_with(input, dims, out, &mut DecodeTables::new()),
+    })
+}
+
+/// [`decode`] with `tables` for the decoding tables.
+fn decode_with<T: Word>(
+    input: &[u8],
+    dims: Dims,
+    out: &mut [T],
+    tables: &mut DecodeTables,
+) -> Result<(), StreamError> {
     let cfg = ContextConfig::read(input)?;
     let alphabet = cfg.alphabet::<T>();
     let mut tr = BitReader::new(&input[CONFIG_LEN..]);
-    let tables = (0..cfg.contexts())
-        .map(|_| read_table(&mut tr, alphabet))
-        .collect::<Result<Vec<_>, _>>()?;
+    tables.clear();
+    for _ in 0..cfg.contexts() {
+        read_table(&mut tr, alphabet, tables)?;
+    }
     if tr.overrun() {
         return Err(StreamError::Truncated("coding ends inside its tables"));
     }
@@ -151,29 +205,136 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         });
     }
     let (stream, raw) = rest.split_at(len);
-    let mut dec = rans::Decoder::new(stream)?;
-    let mut bits = BitReader::new(raw);
-    let (width, step) = (dims.width.max(1), dims.left.max(1));
-    let mut classes = vec![0u8; out.len()];
-    let n = out.len();
-    // The first `step` words have no `left`; the rest of the first row's `up` is `left`.
-    for i in 0..step.min(n) {
-        let up = if i >= width { classes[i - width] } else { 0 };
-        let t = dec.get(i, &tables[cfg.context(up, 0)]) as u8;
-        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
+    let mut base = [0; 256];
+    for (c, b) in base.iter_mut().enumerate() {
+        *b = cfg.context(c as u8, c as u8) as u8 - u8::from(cfg.split == 3);
     }
-    for i in step.min(n)..width.max(step).min(n) {
-        let left = classes[i - step];
-        let t = dec.get(i, &tables[cfg.context(left, left)]) as u8;
-        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
-    }
-    for i in width.max(step).min(n)..n {
-        let (up, left) = (classes[i - width], classes[i - step]);
-        let t = dec.get(i, &tables[cfg.context(up, left)]) as u8;
-        (out[i], classes[i]) = cfg.read_value(t, &mut bits);
-    }
+    let words = Words {
+        tables: tables.as_slice(),
+        values: token_values::<T>(cfg),
+        base,
+        refine_mask: if cfg.split == 3 { 3 } else { 0 },
+    };
+    let dec = rans::Decoder::new(stream)?;
+    let bits = BitCursor::new(raw);
+    let (dec, bits) = u8::with_scratch(move |classes| {
+        // Compiled for the CPU's widest instructions: BMI2's shifts and bit extraction.
+        crate::isa::vectorised(
+            #[inline(always)]
+            || words.decode_all(dec, bits, dims, classes, out),
+        )
+    });
     dec.finish()?;
     bits.finish("raw bits")
+}
+
+/// What decoding a tile's words looks up.
+struct Words<'a> {
+    tables: &'a [DecodeTable],
+    /// See [`token_values`].
+    values: [u32; 256],
+    /// The context of neighbours of bit lengths `up` and `left`: `base[up]`, plus 1
+    /// when `left` equals `up` and 2 when it is longer if `refine_mask` is 3 (split 3).
+    base: [u8; 256],
+    refine_mask: u8,
+}
+
+impl Words<'_> {
+    /// Decodes all of `out`, laid out as `dims` says, with `classes` for their bit
+    /// lengths, from `dec` and `bits`; returns those at the end.
+    #[inline(always)]
+    fn decode_all<'a, T: Word>(
+        &self,
+        mut dec: rans::Decoder<'a>,
+        mut bits: BitCursor<'a>,
+        dims: Dims,
+        classes: &mut Vec<u8>,
+        out: &mut [T],
+    ) -> (rans::Decoder<'a>, BitCursor<'a>) {
+        let (width, step) = (dims.width.max(1), dims.left.max(1));
+        let n = out.len();
+        // Every class is written before it is read.
+        classes.resize(n, 0);
+        // The first `step` words have no `left`; the rest of the first row's `up` is `left`.
+        for i in 0..step.min(n) {
+            let up = if i >= width { classes[i - width] } else { 0 };
+            (out[i], classes[i]) = self.next(&mut dec, &mut bits, up, 0);
+        }
+        for i in step.min(n)..width.max(step).min(n) {
+            let left = classes[i - step];
+            (out[i], classes[i]) = self.next(&mut dec, &mut bits, left, left);
+        }
+        let start = width.max(step).min(n);
+        let rest = match step {
+            1 => self.decode_rows::<T, 1>(&mut dec, &mut bits, width, classes, out, start),
+            2 => self.decode_rows::<T, 2>(&mut dec, &mut bits, width, classes, out, start),
+            _ => start,
+        };
+        for i in rest..n {
+            let (up, left) = (classes[i - width], classes[i - step]);
+            (out[i], classes[i]) = self.next(&mut dec, &mut bits, up, left);
+        }
+        (dec, bits)
+    }
+
+    /// Decodes words of `out` from `start` on (which must have both neighbours:
+    /// `start` is at least `width` and `STEP`), `STEP` (the distance to `left`) at a
+    /// time, keeping the last `STEP` bit lengths in registers; returns where it
+    /// stopped (fewer than `STEP` words before the end).
+    #[inline(always)]
+    fn decode_rows<T: Word, const STEP: usize>(
+        &self,
+        dec: &mut rans::Decoder<'_>,
+        bits: &mut BitCursor<'_>,
+        width: usize,
+        classes: &mut [u8],
+        out: &mut [T],
+        start: usize,
+    ) -> usize {
+        if start < STEP || start < width || start > out.len() {
+            return start;
+        }
+        let classes = Cell::from_mut(classes).as_slice_of_cells();
+        let mut lefts: [u8; STEP] = std::array::from_fn(|j| classes[start - STEP + j].get());
+        // `up` of a word may be one decoded in the same group when `width` < `STEP`:
+        // the cells give the value as of its reading.
+        let (ups, _) = classes[start - width..].as_chunks::<STEP>();
+        let (news, _) = classes[start..].as_chunks::<STEP>();
+        let (outs, _) = out[start..].as_chunks_mut::<STEP>();
+        let groups = outs.len();
+        for ((up, new), out) in ups.iter().zip(news).zip(outs) {
+            for j in 0..STEP {
+                let class;
+                (out[j], class) = self.next(dec, bits, up[j].get(), lefts[j]);
+                new[j].set(class);
+                lefts[j] = class;
+            }
+        }
+        start + groups * STEP
+    }
+
+    /// The next word, whose neighbours have bit lengths `up` and `left`, and its bit
+    /// length.
+    #[inline(always)]
+    fn next<T: Word>(
+        &self,
+        dec: &mut rans::Decoder<'_>,
+        bits: &mut BitCursor<'_>,
+        up: u8,
+        left: u8,
+    ) -> (T, u8) {
+        let refine = (u8::from(left > up) + u8::from(left >= up)) & self.refine_mask;
+        let context = usize::from(self.base[usize::from(up)] + refine);
+        let value = self.values[dec.get(&self.tables[context])];
+        let n = value >> 8 & 0xff;
+        let raw = if T::BITS <= 32 {
+            bits.get(n)
+        } else {
+            bits.get_wide(n)
+        };
+        let v = u64::from(value >> 16) << n | raw;
+        (T::from_u64(v), value as u8)
+    }
 }
 
 /// Fewest bytes a coding can take, whatever the number of values: the configuration,

@@ -7,6 +7,12 @@
 //! (4 bytes each, little-endian) followed by the renormalisation bytes in decoding order.
 //! A correct stream leaves both decoder states at their initial value [`RANS_L`] with
 //! every byte consumed: the decoder checks both.
+//!
+//! The decoder looks a symbol up in a [`DecodeTable`] (its slot's symbol, then that
+//! symbol's frequency and cumulative frequency) and renormalises without a branch: a
+//! decoded state is at least `RANS_L >> PROB_BITS`, so it takes at most two bytes, and
+//! it reads two and shifts in as many as it needs. Past the end of the stream it reads
+//! zeros and goes on counting, so that [`Decoder::finish`] reports where it ended.
 
 use crate::stream_error::StreamError;
 
@@ -17,16 +23,13 @@ pub const PROB_SCALE: u32 = 1 << PROB_BITS;
 /// Lower bound of the normalised state interval.
 pub const RANS_L: u32 = 1 << 23;
 
-/// One frequency table: `freq[s]` and cumulative `cum[s]` for each symbol, and the
-/// slot-to-symbol lookup the decoder uses.
+/// One frequency table: `freq[s]` and cumulative `cum[s]` for each symbol.
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Frequency of each symbol (0 = absent).
     pub freq: Vec<u16>,
     /// Sum of the frequencies of the symbols before each.
     pub cum: Vec<u16>,
-    /// Symbol of each of the `PROB_SCALE` slots (empty until [`Table::build_lookup`]).
-    lookup: Vec<u8>,
 }
 
 impl Table {
@@ -39,19 +42,73 @@ impl Table {
             cum.push(acc);
             acc = acc.wrapping_add(f);
         }
-        Table {
-            freq,
-            cum,
-            lookup: Vec::new(),
+        Table { freq, cum }
+    }
+}
+
+/// The decoder's form of a frequency table: the symbol of each of its [`PROB_SCALE`]
+/// slots, and the frequency (bits 0 to 15) and cumulative frequency (from bit 16) of
+/// each of the 256 possible symbols.
+#[derive(Debug, Clone)]
+pub struct DecodeTable {
+    symbols: [u8; PROB_SCALE as usize],
+    ranges: [u32; 256],
+}
+
+/// Several [`DecodeTable`]s, whose memory is kept from one use to the next.
+#[derive(Debug)]
+pub struct DecodeTables {
+    /// The tables, the first `len` of them in use.
+    tables: Vec<DecodeTable>,
+    len: usize,
+}
+
+impl Default for DecodeTables {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DecodeTables {
+    /// No tables.
+    pub const fn new() -> DecodeTables {
+        DecodeTables {
+            tables: Vec::new(),
+            len: 0,
         }
     }
 
-    /// Fills the decoder's slot-to-symbol lookup.
-    pub fn build_lookup(&mut self) {
-        self.lookup = vec![0u8; PROB_SCALE as usize];
-        for (s, (&f, &c)) in self.freq.iter().zip(&self.cum).enumerate() {
-            self.lookup[usize::from(c)..usize::from(c) + usize::from(f)].fill(s as u8);
+    /// No tables, keeping the memory of `self`'s.
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends the table of `freq`, which must sum to [`PROB_SCALE`] over at most 256
+    /// symbols; its number is the count of tables before it.
+    pub fn push(&mut self, freq: &[u16]) {
+        debug_assert_eq!(freq.iter().map(|&f| u32::from(f)).sum::<u32>(), PROB_SCALE);
+        debug_assert!(freq.len() <= 256);
+        if self.len == self.tables.len() {
+            self.tables.push(DecodeTable {
+                symbols: [0; PROB_SCALE as usize],
+                ranges: [0; 256],
+            });
         }
+        let table = &mut self.tables[self.len];
+        self.len += 1;
+        let mut cum = 0usize;
+        for ((s, &f), range) in (0u8..=255).zip(freq).zip(&mut table.ranges) {
+            let end = (cum + usize::from(f)).min(PROB_SCALE as usize);
+            table.symbols[cum..end].fill(s);
+            *range = (end - cum) as u32 | (cum as u32) << 16;
+            cum = end;
+        }
+        table.symbols[cum..].fill(0);
+    }
+
+    /// The tables, in the order they came.
+    pub fn as_slice(&self) -> &[DecodeTable] {
+        &self.tables[..self.len]
     }
 }
 
@@ -139,10 +196,11 @@ impl Encoder {
 /// Decodes symbols front to back.
 #[derive(Debug)]
 pub struct Decoder<'a> {
+    /// The state of the next symbol, then of the one after.
     states: [u32; 2],
     input: &'a [u8],
+    /// Next byte to read; past the end of `input` when the decoder read beyond it.
     pos: usize,
-    overrun: bool,
 }
 
 impl<'a> Decoder<'a> {
@@ -162,36 +220,42 @@ impl<'a> Decoder<'a> {
             states,
             input,
             pos: 8,
-            overrun: false,
         })
     }
 
-    /// Decodes symbol number `index` with `table` (which must have its lookup built).
+    /// The two bytes from `pos` as a big-endian number, zero past the end.
     #[inline(always)]
-    pub fn get(&mut self, index: usize, table: &Table) -> usize {
-        let x = &mut self.states[index & 1];
-        let slot = *x & (PROB_SCALE - 1);
-        let s = usize::from(table.lookup[slot as usize]);
-        let freq = u32::from(table.freq[s]);
-        let cum = u32::from(table.cum[s]);
-        *x = freq * (*x >> PROB_BITS) + slot - cum;
-        while *x < RANS_L {
-            let byte = match self.input.get(self.pos) {
-                Some(&b) => b,
-                None => {
-                    self.overrun = true;
-                    0
-                }
-            };
-            self.pos += 1;
-            *x = (*x << 8) | u32::from(byte);
+    fn next_two_bytes(&self) -> u32 {
+        match self
+            .input
+            .get(self.pos..)
+            .and_then(|s| s.first_chunk::<2>())
+        {
+            Some(&bytes) => u32::from(u16::from_be_bytes(bytes)),
+            None => tail_two_bytes(self.input, self.pos),
         }
-        s
+    }
+
+    /// Decodes the next symbol (symbols come in order, from the first) with `table`.
+    #[inline(always)]
+    pub fn get(&mut self, table: &DecodeTable) -> usize {
+        let x = self.states[0];
+        let slot = x & (PROB_SCALE - 1);
+        let symbol = table.symbols[slot as usize];
+        let range = table.ranges[usize::from(symbol)];
+        let x = (range & 0xffff) * (x >> PROB_BITS) + slot - (range >> 16);
+        // Renormalise: `x` is at least `(RANS_L >> PROB_BITS)`, so at most two bytes
+        // bring it back to `RANS_L` or above; past the end of the input they are zeros.
+        let bytes = u32::from(x < RANS_L) + u32::from(x < RANS_L >> 8);
+        let x = x << (8 * bytes) | self.next_two_bytes() >> (16 - 8 * bytes);
+        self.pos += bytes as usize;
+        self.states = [self.states[1], x];
+        usize::from(symbol)
     }
 
     /// Ok when the stream was consumed exactly and both states are back at the start.
     pub fn finish(&self) -> Result<(), StreamError> {
-        if self.overrun || self.pos != self.input.len() {
+        if self.pos != self.input.len() {
             return Err(StreamError::RansEnd {
                 len: self.input.len(),
                 pos: self.pos,
@@ -204,6 +268,14 @@ impl<'a> Decoder<'a> {
         }
         Ok(())
     }
+}
+
+/// The two bytes of `input` from `at` as a big-endian number, zero past the end.
+#[cold]
+#[inline(never)]
+fn tail_two_bytes(input: &[u8], at: usize) -> u32 {
+    let byte = |at: usize| u32::from(input.get(at).copied().unwrap_or(0));
+    byte(at) << 8 | byte(at + 1)
 }
 
 #[cfg(test)]
@@ -242,11 +314,13 @@ mod tests {
         let tables: Vec<Table> = (0..3)
             .map(|t| {
                 let w: Vec<u64> = (0..40).map(|s| (s as u64 * (t + 1)) % 7).collect();
-                let mut table = Table::new(normalize(&w));
-                table.build_lookup();
-                table
+                Table::new(normalize(&w))
             })
             .collect();
+        let mut decode_tables = DecodeTables::new();
+        for table in &tables {
+            decode_tables.push(&table.freq);
+        }
         for n in [0usize, 1, 2, 3, 1000, 100_000] {
             let syms: Vec<(usize, usize)> = (0..n)
                 .map(|_| loop {
@@ -264,26 +338,29 @@ mod tests {
             let mut out = Vec::new();
             enc.finish(&mut out);
             let mut dec = Decoder::new(&out).unwrap();
-            for (i, &(t, s)) in syms.iter().enumerate() {
-                assert_eq!(dec.get(i, &tables[t]), s);
+            for &(t, s) in &syms {
+                assert_eq!(dec.get(&decode_tables.as_slice()[t]), s);
             }
             dec.finish().unwrap();
             // One byte too many or too few is detected.
             let mut longer = out.clone();
             longer.push(0);
-            let mut dec = Decoder::new(&longer).unwrap();
-            for (i, &(t, _)) in syms.iter().enumerate() {
-                dec.get(i, &tables[t]);
+            let shorter = &out[..out.len() - 1];
+            for stream in [&longer[..], shorter] {
+                if let Ok(mut dec) = Decoder::new(stream) {
+                    for &(t, _) in &syms {
+                        dec.get(&decode_tables.as_slice()[t]);
+                    }
+                    assert!(dec.finish().is_err());
+                }
             }
-            assert!(dec.finish().is_err());
         }
     }
 
     #[test]
     fn skewed_source_codes_near_its_entropy() {
         // p(0) = 0.95: entropy 0.2864 bits per symbol.
-        let mut table = Table::new(normalize(&[95, 5]));
-        table.build_lookup();
+        let table = Table::new(normalize(&[95, 5]));
         let mut rng = SmallRng::seed_from_u64(1);
         let syms: Vec<usize> = (0..200_000)
             .map(|_| usize::from(rng.gen_range(0..100) >= 95))
@@ -299,5 +376,76 @@ mod tests {
             (0.28..0.295).contains(&bits_per_symbol),
             "{bits_per_symbol}"
         );
+    }
+
+    /// The decoder as first written: a slot-to-symbol lookup, then a byte at a time.
+    fn reference_decode(
+        input: &[u8],
+        tables: &[Table],
+        order: &[usize],
+    ) -> (Vec<usize>, u32, u32, usize) {
+        let state = |i: usize| u32::from_le_bytes(input[i..i + 4].try_into().unwrap());
+        let mut states = [state(0), state(4)];
+        let mut pos = 8;
+        let mut symbols = Vec::new();
+        for (i, &t) in order.iter().enumerate() {
+            let table = &tables[t];
+            let x = &mut states[i & 1];
+            let slot = *x & (PROB_SCALE - 1);
+            let s = (0..table.freq.len())
+                .find(|&s| {
+                    slot >= u32::from(table.cum[s])
+                        && slot < u32::from(table.cum[s]) + u32::from(table.freq[s])
+                })
+                .unwrap();
+            *x = u32::from(table.freq[s]) * (*x >> PROB_BITS) + slot - u32::from(table.cum[s]);
+            while *x < RANS_L {
+                *x = (*x << 8) | u32::from(input.get(pos).copied().unwrap_or(0));
+                pos += 1;
+            }
+            symbols.push(s);
+        }
+        (symbols, states[0], states[1], pos)
+    }
+
+    #[test]
+    fn arbitrary_streams_decode_as_the_bytewise_decoder_does() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let tables: Vec<Table> = [
+            vec![1u64],
+            vec![1, 1],
+            vec![1_000_000, 1, 0, 3],
+            (1..=256).collect(),
+        ]
+        .iter()
+        .map(|w| Table::new(normalize(w)))
+        .collect();
+        let mut decode_tables = DecodeTables::new();
+        for table in &tables {
+            decode_tables.push(&table.freq);
+        }
+        for len in [8usize, 9, 10, 20, 1000] {
+            for _ in 0..20 {
+                let mut input: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                input[3] |= 1;
+                input[7] |= 1;
+                let order: Vec<usize> = (0..rng.gen_range(0..3000))
+                    .map(|_| rng.gen_range(0..tables.len()))
+                    .collect();
+                let (symbols, x0, x1, pos) = reference_decode(&input, &tables, &order);
+                let mut dec = Decoder::new(&input).unwrap();
+                let got: Vec<usize> = order
+                    .iter()
+                    .map(|&t| dec.get(&decode_tables.as_slice()[t]))
+                    .collect();
+                assert_eq!(got, symbols);
+                let states = if order.len().is_multiple_of(2) {
+                    [x0, x1]
+                } else {
+                    [x1, x0]
+                };
+                assert_eq!((dec.states, dec.pos), (states, pos));
+            }
+        }
     }
 }

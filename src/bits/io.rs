@@ -158,14 +158,65 @@ impl<'a> BitReader<'a> {
     /// Ok when the reads ended exactly in the input's last byte; else an error naming
     /// the stream (`what`) and where it ended.
     pub fn finish(&self, what: &'static str) -> Result<(), StreamError> {
-        if self.overrun() || self.bytes_used() != self.input.len() {
-            return Err(StreamError::BitStreamEnd {
-                what,
-                used: self.bytes_used(),
-                len: self.input.len(),
-            });
+        check_end(self.consumed, self.input.len(), what)
+    }
+}
+
+/// Ok when `consumed` bits end exactly in the last of `len` bytes; else the error
+/// [`BitReader::finish`] describes.
+fn check_end(consumed: u64, len: usize, what: &'static str) -> Result<(), StreamError> {
+    let used = consumed.div_ceil(8);
+    if used != len as u64 {
+        return Err(StreamError::BitStreamEnd {
+            what,
+            used: used as usize,
+            len,
+        });
+    }
+    Ok(())
+}
+
+/// Reads the same bit fields as [`BitReader`], each with one unaligned load at its bit
+/// position: only that position carries from one read to the next, so reads of
+/// fields whose widths are known early overlap. Past the end of the input it reads
+/// zeros.
+#[derive(Debug)]
+pub struct BitCursor<'a> {
+    input: &'a [u8],
+    /// Bits read in total.
+    pos: u64,
+}
+
+impl<'a> BitCursor<'a> {
+    /// A cursor at the start of `input`.
+    pub fn new(input: &'a [u8]) -> BitCursor<'a> {
+        BitCursor { input, pos: 0 }
+    }
+
+    /// Reads an `n <= 56`-bit field.
+    #[inline(always)]
+    pub fn get(&mut self, n: u32) -> u64 {
+        debug_assert!(n <= 56);
+        let bits = load_u64(self.input, (self.pos >> 3) as usize) >> (self.pos & 7);
+        self.pos += u64::from(n);
+        bits & ((1u64 << (n & 63)) - 1)
+    }
+
+    /// Reads an `n <= 64`-bit field.
+    #[inline(always)]
+    pub fn get_wide(&mut self, n: u32) -> u64 {
+        if n <= 56 {
+            self.get(n)
+        } else {
+            let lo = self.get(32);
+            lo | self.get(n - 32) << 32
         }
-        Ok(())
+    }
+
+    /// Ok when the reads ended exactly in the input's last byte; else an error naming
+    /// the stream (`what`) and where it ended, as [`BitReader::finish`] gives.
+    pub fn finish(&self, what: &'static str) -> Result<(), StreamError> {
+        check_end(self.pos, self.input.len(), what)
     }
 }
 
@@ -197,5 +248,27 @@ mod tests {
         assert_eq!(r.bytes_used(), bytes.len());
         r.get_wide(9);
         assert!(r.overrun());
+    }
+
+    #[test]
+    fn the_cursor_reads_what_the_reader_reads() {
+        let bytes: Vec<u8> = (0..40u32).map(|i| (i * 37 + 11) as u8).collect();
+        let widths = [0u32, 1, 7, 56, 3, 64, 0, 33, 57, 12, 5];
+        for len in [0, 1, 7, 8, 9, 30, 40] {
+            let input = &bytes[..len];
+            let mut reader = BitReader::new(input);
+            let mut cursor = BitCursor::new(input);
+            for &n in widths.iter().cycle().take(30) {
+                assert_eq!(
+                    cursor.get_wide(n),
+                    reader.get_wide(n),
+                    "{len} bytes, width {n}"
+                );
+                assert_eq!(
+                    format!("{:?}", cursor.finish("raw bits")),
+                    format!("{:?}", reader.finish("raw bits"))
+                );
+            }
+        }
     }
 }
