@@ -87,11 +87,47 @@ fn quantise_with<T: Word>(x: T, scale: f64, inverse: f64) -> Option<i64> {
 /// Whether every word of `group` is an integer times `scale`.
 fn fits<T: Word>(group: &[T], scale: f64) -> bool {
     let inverse = 1.0 / scale;
-    scale.is_finite()
-        && scale > 0.0
-        && group
-            .iter()
-            .all(|&x| quantise_with(x, scale, inverse).is_some())
+    if !(scale.is_finite() && scale > 0.0) {
+        return false;
+    }
+    if T::BYTES == 4 {
+        // Whole blocks without a branch per word (they vectorise), then the rest.
+        let blocks = group.chunks_exact(LANES);
+        let rest = blocks.remainder();
+        let whole = crate::isa::vectorised(
+            #[inline(always)]
+            || {
+                let mut blocks = group.chunks_exact(LANES);
+                blocks.all(|block| {
+                    block.iter().fold(true, |ok, &x| {
+                        ok & quantises_f32(x.to_u64() as u32, scale, inverse)
+                    })
+                })
+            },
+        );
+        return whole
+            && rest
+                .iter()
+                .all(|&x| quantise_with(x, scale, inverse).is_some());
+    }
+    group
+        .iter()
+        .all(|&x| quantise_with(x, scale, inverse).is_some())
+}
+
+/// Words per block of the float32 loops of [`fits`] and [`refine`].
+const LANES: usize = 16;
+
+/// [`quantise_with`] of a float32 word as a yes or no, with no branch: the nearest
+/// integer (half away from zero) computed in floating point, equal to the integer
+/// conversion wherever the range check passes.
+#[inline(always)]
+fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
+    let r = f64::from(f32::from_bits(bits)) * inverse;
+    let in_range = r.abs() <= max_integer(4) as f64;
+    // Adding zero turns a negative zero positive, as the integer conversion does.
+    let q = (r + 0.5f64.copysign(r)).trunc() + 0.0;
+    in_range & (((q * scale) as f32).to_bits() == bits)
 }
 
 /// A scale under which every word of `group` is an integer multiple, if one is found.
@@ -105,7 +141,16 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // A group has a scale only if its first words do: most groups of other data are
     // turned down after a look at those.
     if group.len() > HEAD_WORDS {
-        find_scale(&group[..HEAD_WORDS])?;
+        // The head's scale, refined over the group (or as it is), is the usual answer:
+        // tried before the group's own rungs are built.
+        let head = find_scale(&group[..HEAD_WORDS])?;
+        if let Some(scale) = [refine(group, head), Some(head)]
+            .into_iter()
+            .flatten()
+            .find(|&s| fits(group, s))
+        {
+            return Some(scale);
+        }
     }
     let mut largest = 0.0f64;
     let mut smallest = f64::INFINITY;
@@ -236,6 +281,17 @@ const CLIMB_SLACK: f64 = 0.25;
 /// interval of scales each word's rounding allows; for float64 words, the scale of the
 /// largest multiple.
 fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
+    if T::BYTES == 4 {
+        return crate::isa::vectorised(
+            #[inline(always)]
+            || refine_f32(group, approximate),
+        );
+    }
+    refine_each(group, approximate)
+}
+
+/// [`refine`] word by word (float64 words, and the reference of [`refine_f32`]).
+fn refine_each<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
     let (mut low, mut high) = (0.0f64, f64::INFINITY);
     let mut largest = (0.0f64, 0.0f64);
     let inverse = 1.0 / approximate;
@@ -275,6 +331,55 @@ fn refine<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
     } else {
         Some(largest.0 / largest.1)
     }
+}
+
+/// [`refine`] of float32 words, computed in [`LANES`] independent lanes with no branch
+/// per word (so it vectorises): the same interval and the same answer, since the
+/// bounds only tighten and a word out of range fails the group wherever it lies.
+#[inline(always)]
+fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
+    let inverse = 1.0 / approximate;
+    let mut low = [0.0f64; LANES];
+    let mut high = [f64::INFINITY; LANES];
+    let mut bad = [false; LANES];
+    let mut nonzero = [false; LANES];
+    let mut lane = |k: usize, x: T| {
+        let bits = x.to_u64() as u32;
+        let v = f64::from(f32::from_bits(bits));
+        let r = v * inverse;
+        // NaN fails too.
+        bad[k] |= r.is_nan() || r.abs() > max_integer(4) as f64;
+        let q = (r + 0.5f64.copysign(r)).trunc().abs();
+        let counts = q != 0.0;
+        nonzero[k] |= counts;
+        // The float32s rounding to v: half an ulp either side.
+        let magnitude = bits & 0x7fff_ffff;
+        let below = f64::from(f32::from_bits(magnitude.wrapping_sub(1)));
+        let above = f64::from(f32::from_bits(magnitude.wrapping_add(1)));
+        let (lo, hi) = ((v.abs() + below) / 2.0, (v.abs() + above) / 2.0);
+        let (lo, hi) = if counts {
+            (lo / q, hi / q)
+        } else {
+            (0.0, f64::INFINITY)
+        };
+        low[k] = if lo > low[k] { lo } else { low[k] };
+        high[k] = if hi < high[k] { hi } else { high[k] };
+    };
+    let mut blocks = group.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (k, &x) in block.iter().enumerate() {
+            lane(k, x);
+        }
+    }
+    for (k, &x) in blocks.remainder().iter().enumerate() {
+        lane(k, x);
+    }
+    if bad.contains(&true) || !nonzero.contains(&true) {
+        return None;
+    }
+    let low = low.into_iter().fold(0.0f64, f64::max);
+    let high = high.into_iter().fold(f64::INFINITY, f64::min);
+    (low <= high).then_some(low + (high - low) / 2.0)
 }
 
 /// Values of a group the rungs are taken from.
@@ -464,5 +569,57 @@ mod tests {
         let found = quantise_chunk(&x, 50, 0).expect("scaled");
         let back = dequantised(&found, 50);
         assert_eq!(back, x);
+    }
+
+    #[test]
+    fn float32_blocks_answer_as_word_by_word() {
+        // Groups of scaled integers (some words off by an ulp, zeros, specials and
+        // out-of-range words mixed in) against their own scale, a near miss and a
+        // wrong one, at lengths around the block size.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials = [
+            0.0f32,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            1.0e30,
+            f32::MIN_POSITIVE / 8.0,
+        ];
+        for case in 0..400 {
+            let scale = 1.0e-3 * (1.0 + (next() % 1000) as f32 / 1000.0);
+            let len = [1, 15, 16, 17, 33, 64, 100][case % 7];
+            let words: Vec<u32> = (0..len)
+                .map(|_| {
+                    let q = (next() % 65_536) as i32 - 32_768;
+                    let bits = (q as f32 * scale).to_bits();
+                    match next() % 50 {
+                        0 if case % 3 == 0 => specials[(next() % 6) as usize].to_bits(),
+                        1 if case % 5 == 0 => bits.wrapping_add(1),
+                        _ => bits,
+                    }
+                })
+                .collect();
+            for s in [
+                f64::from(scale),
+                f64::from(scale) * (1.0 + 1e-9),
+                f64::from(scale) * 1.5,
+            ] {
+                assert_eq!(
+                    refine(&words, s),
+                    refine_each(&words, s),
+                    "case {case}, {s}"
+                );
+                let each = words
+                    .iter()
+                    .all(|&x| quantise_with(x, s, 1.0 / s).is_some());
+                assert_eq!(fits(&words, s), each, "case {case}, {s}");
+            }
+        }
     }
 }
