@@ -56,8 +56,10 @@ fn compress_smaller(
         None => (data, 0),
     };
     let plain = || {
-        let plan = Plan::new(words, &shape, params, None, narrowed)?.shifted(shift);
-        Ok(code(plan, words))
+        Ok(code(
+            plain_plan(words, &shape, params, narrowed, shift)?,
+            words,
+        ))
     };
     if !scaled_pays_on_sample(data, words, &shape, params, narrowed, shift) {
         return plain();
@@ -113,14 +115,25 @@ fn scaled_pays_on_sample(
     let Some(scaled) = compress_scaled(&data[..bytes], &part, params, narrowed) else {
         return false;
     };
-    let Ok(plan) = Plan::new(&words[..bytes], &part, params, None, narrowed) else {
+    let Ok(plan) = plain_plan(&words[..bytes], &part, params, narrowed, shift) else {
         return true;
     };
-    let plain = plan.shifted(shift).compress(&words[..bytes]);
+    let plain = plan.compress(&words[..bytes]);
     let pays = scaled.len() < plain.len();
     buffers::give(scaled);
     buffers::give(plain);
     pays
+}
+
+/// The plan of the plain coding (no scale section) of `words`, shifted by `shift` bits.
+fn plain_plan(
+    words: &[u8],
+    shape: &[usize],
+    params: &Params,
+    narrowed: bool,
+    shift: u8,
+) -> Result<Plan> {
+    Ok(Plan::new(words, shape, params, None, narrowed)?.shifted(shift))
 }
 
 /// Float words without the zero low bits every word has below its sign, and their

@@ -254,10 +254,14 @@ impl Geometry {
 
     /// Words in `tile`.
     pub fn tile_words(&self, tile: &Tile) -> usize {
-        let per_plane: usize = (tile.row0..tile.row1)
+        self.tile_plane_words(tile) * (tile.plane1 - tile.plane0)
+    }
+
+    /// Words of `tile` in each of its planes.
+    pub fn tile_plane_words(&self, tile: &Tile) -> usize {
+        (tile.row0..tile.row1)
             .map(|r| self.tile_row_width(tile, r))
-            .sum();
-        per_plane * (tile.plane1 - tile.plane0)
+            .sum()
     }
 
     /// The word ranges of `tile`'s rows in the chunk, plane by plane, row by row,

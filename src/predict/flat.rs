@@ -16,7 +16,15 @@ use crate::word::Word;
 
 /// Widest rows that take the flat path: from here on the row predictor's per-row costs
 /// are small against the row's arithmetic.
-pub const MAX_FLAT_WIDTH: usize = 256;
+const MAX_FLAT_WIDTH: usize = 256;
+
+/// The rows `kind` codes row by row before the flat pass takes each plane's remaining
+/// rows, when it takes them: for rows of `width` words that are whole (`full_rows`, so a
+/// plane's rows are contiguous) and narrow, and a kind with a flat form
+/// ([`full_history`]; `spatial` as there).
+pub fn plane_pass(kind: Predictor, spatial: bool, width: usize, full_rows: bool) -> Option<usize> {
+    full_history(kind, spatial).filter(|_| full_rows && width <= MAX_FLAT_WIDTH)
+}
 
 /// Rows `kind` must have seen before it predicts every later row with one formula of
 /// the rows before it, when it has such a form (the medians and Holt's smoothing take
@@ -141,19 +149,12 @@ mod tests {
     }
 
     fn check<T: Word, M: MapOp>() {
-        let kinds = [
-            Predictor::Lagrange(1),
-            Predictor::Lagrange(2),
-            Predictor::Lagrange(3),
-            Predictor::Lagrange(4),
-            Predictor::Mean(2),
-            Predictor::Mean(4),
-            Predictor::Mean(8),
-            Predictor::Lorenzo,
-        ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for kind in kinds {
-            let history = full_history(kind, false).unwrap();
+        // Every kind with a flat form.
+        for (kind, history) in Predictor::ALL
+            .iter()
+            .filter_map(|&kind| Some((kind, full_history(kind, false)?)))
+        {
             for width in [1, 2, 3, 8, 33] {
                 for len in [history * width, 5 * width + 1, 12 * width, 12 * width - 1] {
                     // Extremes and noise, so the wrapping arithmetic is exercised.

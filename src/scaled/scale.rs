@@ -92,13 +92,11 @@ fn fits<T: Word>(group: &[T], scale: f64) -> bool {
     }
     if T::BYTES == 4 {
         // Whole blocks without a branch per word (they vectorise), then the rest.
-        let blocks = group.chunks_exact(LANES);
-        let rest = blocks.remainder();
+        let (blocks, rest) = group.split_at(group.len() - group.len() % LANES);
         let whole = crate::isa::vectorised(
             #[inline(always)]
             || {
-                let mut blocks = group.chunks_exact(LANES);
-                blocks.all(|block| {
+                blocks.chunks_exact(LANES).all(|block| {
                     block.iter().fold(true, |ok, &x| {
                         ok & quantises_f32(x.to_u64() as u32, scale, inverse)
                     })
@@ -118,16 +116,20 @@ fn fits<T: Word>(group: &[T], scale: f64) -> bool {
 /// Words per block of the float32 loops of [`fits`] and [`refine`].
 const LANES: usize = 16;
 
-/// [`quantise_with`] of a float32 word as a yes or no, with no branch: the nearest
-/// integer (half away from zero) computed in floating point, equal to the integer
-/// conversion wherever the range check passes.
+/// The integer nearest `r` (half away from zero) as the branch-free float32 loops take
+/// it: the integer conversion's value wherever their range check passes (adding zero
+/// turns a negative zero positive, as the conversion does).
+#[inline(always)]
+fn nearest_integer(r: f64) -> f64 {
+    (r + 0.5f64.copysign(r)).trunc() + 0.0
+}
+
+/// [`quantise_with`] of a float32 word as a yes or no, with no branch.
 #[inline(always)]
 fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
     let r = f64::from(f32::from_bits(bits)) * inverse;
     let in_range = r.abs() <= max_integer(4) as f64;
-    // Adding zero turns a negative zero positive, as the integer conversion does.
-    let q = (r + 0.5f64.copysign(r)).trunc() + 0.0;
-    in_range & (((q * scale) as f32).to_bits() == bits)
+    in_range & (((nearest_integer(r) * scale) as f32).to_bits() == bits)
 }
 
 /// A scale under which every word of `group` is an integer multiple, if one is found.
@@ -349,7 +351,7 @@ fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
         let r = v * inverse;
         // NaN fails too.
         bad[k] |= r.is_nan() || r.abs() > max_integer(4) as f64;
-        let q = (r + 0.5f64.copysign(r)).trunc().abs();
+        let q = nearest_integer(r).abs();
         let counts = q != 0.0;
         nonzero[k] |= counts;
         // The float32s rounding to v: half an ulp either side.

@@ -113,13 +113,9 @@ fn restore_with<T: Word, M: MapOp>(
     let mut rp = RowPredictor::<T>::new(predictor);
     // Narrow full rows: each plane's rows are contiguous, restored in one flat pass once
     // the predictor has its history (see the encoder's residuals).
-    let flat = flat::full_history(predictor, lorenzo).filter(|_| {
-        rows.contiguous() && tile.col0 == 0 && tile.col1 >= g.lag && g.lag <= flat::MAX_FLAT_WIDTH
-    });
-    let plane_words = g.tile_words(&Tile {
-        plane1: tile.plane0 + 1,
-        ..*tile
-    });
+    let full_rows = rows.contiguous() && tile.col0 == 0 && tile.col1 >= g.lag;
+    let flat = flat::plane_pass(predictor, lorenzo, g.lag, full_rows);
+    let plane_words = g.tile_plane_words(tile);
     for k in 0..tile.plane1 - tile.plane0 {
         rp.reset();
         let (plane, rest) = std::mem::take(&mut residuals).split_at_mut(plane_words);

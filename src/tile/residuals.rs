@@ -64,20 +64,16 @@ fn residuals_with<T: Word, M: MapOp>(
     let mut rp = RowPredictor::<T>::new(predictor);
     // Narrow full rows: each plane's rows are contiguous, coded in one flat pass once
     // the predictor has its history.
-    let flat = flat::full_history(predictor, lorenzo)
-        .filter(|_| cols.start == 0 && cols.end >= g.lag && g.lag <= flat::MAX_FLAT_WIDTH);
+    let full_rows = cols.start == 0 && cols.end >= g.lag;
+    let flat = flat::plane_pass(predictor, lorenzo, g.lag, full_rows);
+    let plane_words = g.tile_plane_words(tile);
     for plane in tile.plane0..tile.plane1 {
         rp.reset();
         if let Some(history) = flat {
             let at = g.offset(plane, tile.row0, 0);
-            let words = g.tile_words(&Tile {
-                plane1: plane + 1,
-                plane0: plane,
-                ..*tile
-            });
             let base = out.len();
             out.extend(
-                src[at * w..(at + words) * w]
+                src[at * w..(at + plane_words) * w]
                     .chunks_exact(w)
                     .map(|x| M::to_int(T::load(x))),
             );
@@ -87,7 +83,7 @@ fn residuals_with<T: Word, M: MapOp>(
             for row in rows.chunks_mut(g.lag).take(history) {
                 let mut cur = rp.take_row(row.len());
                 cur.copy_from_slice(row);
-                row_residuals::<T, M>(&rp.predict(row.len()), &cur, row, spatial_first, spatial, 0);
+                row_residuals::<T, M>(rp.predict(row.len()), &cur, row, spatial_first, spatial, 0);
                 rp.observe(cur);
             }
             continue;
@@ -133,7 +129,7 @@ fn residuals_with<T: Word, M: MapOp>(
                         }
                     }
                 }
-                None => row_residuals::<T, M>(&None, &cur, dst, spatial_first, spatial, cols.start),
+                None => row_residuals::<T, M>(None, &cur, dst, spatial_first, spatial, cols.start),
             }
             rp.observe(cur);
         }
@@ -144,7 +140,7 @@ fn residuals_with<T: Word, M: MapOp>(
 /// against `prediction`, or with none, against zero or (`spatial_first`) the neighbour
 /// along the innermost axis.
 fn row_residuals<T: Word, M: MapOp>(
-    prediction: &Option<&[T]>,
+    prediction: Option<&[T]>,
     cur: &[T],
     dst: &mut [T],
     spatial_first: bool,
@@ -153,7 +149,7 @@ fn row_residuals<T: Word, M: MapOp>(
 ) {
     match prediction {
         Some(p) => {
-            for ((d, &m), &p) in dst.iter_mut().zip(cur).zip(*p) {
+            for ((d, &m), &p) in dst.iter_mut().zip(cur).zip(p) {
                 *d = M::residual(m, p);
             }
         }
