@@ -6,6 +6,8 @@
 //! baseline-major may be smoothest along its second axis. Every chunk header records
 //! the axis and lag it was coded with, so decoders need nothing more.
 
+use std::ops::Range;
+
 use crate::layout::checked_product;
 use crate::predict::residual::ResidualMap;
 use crate::word::Word;
@@ -28,13 +30,13 @@ pub struct Axis {
     pub lag: usize,
 }
 
-/// The axis to code `data` (words of `T`, shape `shape`, `components` words per element
-/// in the last dimension) along: `hint` unless another axis with more than one element
-/// is estimated clearly cheaper with the previous-sample predictor and `map`.
+/// The axis to code `data` (words of `T`, shape `shape`) along: `hint` unless another
+/// of the element axes `axes` (never a component axis) with more than one element is
+/// estimated clearly cheaper with the previous-sample predictor and `map`.
 pub fn choose<T: Word>(
     data: &[u8],
     shape: &[usize],
-    components: usize,
+    axes: Range<usize>,
     hint: Axis,
     map: ResidualMap,
 ) -> Axis {
@@ -42,8 +44,7 @@ pub fn choose<T: Word>(
     if words < 2 * RUN {
         return hint;
     }
-    let element_rank = shape.len() - usize::from(components > 1);
-    let candidates = (0..element_rank)
+    let candidates = axes
         .filter(|&k| k != hint.time_axis && shape[k] > 1)
         .map(|time_axis| Axis { time_axis, lag: 0 });
     let hint_bits = estimate::<T>(data, shape, hint, map);
@@ -55,6 +56,13 @@ pub fn choose<T: Word>(
         }
     }
     best.1
+}
+
+/// The axes of a chunk of rank `rank` that series may run along: all but a trailing
+/// axis of `components` words per element (when above 1), and all but the leading
+/// axis of a [`planar`](crate::planar) chunk's coded array, which holds its components.
+pub fn element_axes(rank: usize, components: usize, planar: bool) -> Range<usize> {
+    usize::from(planar)..rank - usize::from(components > 1)
 }
 
 /// Estimated bits of the sampled residuals of the previous-sample predictor along
@@ -106,7 +114,13 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(&data, &[1, 2048, 4], 1, hint, ResidualMap::RotateSubtract);
+        let chosen = choose::<u32>(
+            &data,
+            &[1, 2048, 4],
+            0..3,
+            hint,
+            ResidualMap::RotateSubtract,
+        );
         assert_eq!(chosen.time_axis, 1);
     }
 
@@ -120,7 +134,7 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(&data, &[64, 256], 1, hint, ResidualMap::RotateSubtract);
+        let chosen = choose::<u32>(&data, &[64, 256], 0..2, hint, ResidualMap::RotateSubtract);
         assert_eq!(chosen, hint);
     }
 
@@ -134,7 +148,28 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(&data, &[1, 2048, 2], 2, hint, ResidualMap::RotateSubtract);
+        let chosen = choose::<u32>(
+            &data,
+            &[1, 2048, 2],
+            element_axes(3, 2, false),
+            hint,
+            ResidualMap::RotateSubtract,
+        );
         assert_ne!(chosen.time_axis, 2);
+        // The same words as planes, (2, 1, 2048): the leading axis is the components'.
+        let planes = crate::planar::split(&data, 4, 2);
+        let hint = Axis {
+            time_axis: 1,
+            lag: 0,
+        };
+        let axes = element_axes(3, 1, true);
+        let chosen = choose::<u32>(
+            &planes,
+            &[2, 1, 2048],
+            axes,
+            hint,
+            ResidualMap::RotateSubtract,
+        );
+        assert_ne!(chosen.time_axis, 0);
     }
 }

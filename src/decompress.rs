@@ -1,11 +1,13 @@
 //! Decompressing a chunk: validating its header and tile table before anything is
 //! allocated, decoding its tiles in parallel, and checking the checksum.
 
+use crate::buffers;
 use crate::checksum;
 use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::narrow;
+use crate::planar;
 use crate::pool::map_shared;
 use crate::scaled::{self, Scales};
 use crate::shift;
@@ -144,15 +146,28 @@ impl<'a> Chunk<'a> {
             word_size: header.coded_word_size(),
             spatial: header.spatial,
         };
-        if scales.is_none() && !header.is_narrowed() && !header.is_shifted() {
+        let transformed = header.is_narrowed() || header.is_shifted() || scales.is_some();
+        if !transformed && !header.is_planar() {
             let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
             return check(header, checksum::combine_digests(&digests));
         }
-        // Scaled integers, narrowed and shifted words: decoded and checked as coded, then
-        // turned into floats, then handed to the caller's buffer.
-        let mut coded = vec![0u8; header.coded_size() as usize];
+        // Planes, scaled integers, narrowed and shifted words: decoded and checked as
+        // coded, planes joined, then turned into floats, then handed to the caller's
+        // buffer.
+        let mut coded = scratch(header.coded_size() as usize);
         let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
         check(header, checksum::combine_digests(&digests))?;
+        if header.is_planar() {
+            let components = header.shape[0] as usize;
+            if !transformed {
+                planar::join_into(&coded, decoder.word_size, components, init(out));
+                buffers::give(coded);
+                return Ok(());
+            }
+            let mut joined = scratch(coded.len());
+            planar::join_into(&coded, decoder.word_size, components, &mut joined);
+            buffers::give(std::mem::replace(&mut coded, joined));
+        }
         if let Some(scales) = scales {
             scaled::dequantise_bytes(&mut coded, decoder.word_size, scales);
         }
@@ -160,8 +175,16 @@ impl<'a> Chunk<'a> {
             shift::shift_up(&mut coded, decoder.word_size, u32::from(header.shift));
         }
         widen_or_copy(header, &coded, init(out));
+        buffers::give(coded);
         Ok(())
     }
+}
+
+/// `len` zero bytes in a buffer from the pool: reused memory, no page faults.
+fn scratch(len: usize) -> Vec<u8> {
+    let mut buffer = buffers::take(len);
+    buffer.resize(len, 0);
+    buffer
 }
 
 /// The coded words of a chunk into `out`: widened when narrowed, else as they are.

@@ -4,7 +4,7 @@
 //! All integers are little-endian. Every header starts with 14 bytes: magic `KARO`, the
 //! format version, mode, flags (bit 0: payload stored verbatim; bit 1: scaled integers, a
 //! scale section follows the header; bit 2: float64 words coded as float32 words; bit 3:
-//! words coded without their zero low bits), the requested predictor, residual map and
+//! words coded without their zero low bits; bit 4: components coded as planes), the requested predictor, residual map and
 //! coder ids, word size, rank, time axis, and the zero low bits dropped (flag bit 3).
 //!
 //! - Version 2 (written): LEB128 varints for lag, planes / rows / columns per tile,
@@ -43,6 +43,9 @@ pub const FLAG_NARROWED: u8 = 4;
 /// Flag: the coded words lack the zero low bits that every word has below its top bit
 /// (see `shift`); their count is [`Header::shift`].
 pub const FLAG_SHIFTED: u8 = 8;
+/// Flag: the tiles code the components of each element as separate planes (see
+/// `planar`): the shape and geometry describe that coded array, components first.
+pub const FLAG_PLANAR: u8 = 16;
 /// Offset of the flags byte in the header.
 pub const FLAGS_OFFSET: usize = 6;
 /// Bytes every header version starts with (magic to the shift count).
@@ -298,6 +301,21 @@ impl Header {
         self.flags & FLAG_SHIFTED != 0
     }
 
+    /// True when the tiles code each component of the elements as its own plane.
+    pub fn is_planar(&self) -> bool {
+        self.flags & FLAG_PLANAR != 0
+    }
+
+    /// The decoded array's shape: the recorded shape, with its first axis (the
+    /// components) moved last when planar.
+    pub fn decoded_shape(&self) -> Vec<u64> {
+        let mut shape = self.shape.clone();
+        if self.is_planar() && !shape.is_empty() {
+            shape.rotate_left(1);
+        }
+        shape
+    }
+
     /// Bytes per word of what the payload codes: 4 when narrowed, else the word size.
     pub fn coded_word_size(&self) -> usize {
         if self.is_narrowed() {
@@ -322,8 +340,12 @@ impl Header {
         if self.mode > 1 {
             return bad(format!("unknown mode {}", self.mode));
         }
-        if self.flags & !(FLAG_STORED | FLAG_SCALED | FLAG_NARROWED | FLAG_SHIFTED) != 0 {
+        let known = FLAG_STORED | FLAG_SCALED | FLAG_NARROWED | FLAG_SHIFTED | FLAG_PLANAR;
+        if self.flags & !known != 0 {
             return bad(format!("unknown flags {:#04x}", self.flags));
+        }
+        if self.is_planar() && self.is_stored() {
+            return bad("planar components in a stored chunk".into());
         }
         if self.is_scaled() && (self.is_stored() || !matches!(self.word_size, 4 | 8)) {
             return bad(format!(

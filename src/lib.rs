@@ -29,6 +29,7 @@ mod isa;
 mod layout;
 mod narrow;
 mod params;
+mod planar;
 mod pool;
 mod predict;
 mod process_local;

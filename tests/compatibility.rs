@@ -220,6 +220,16 @@ fn golden_chunks_cover_every_coding_path() {
     assert!(has(&|l| l.contains(" flags=6 ")), "narrowed float64 scaled");
     assert!(has(&|l| l.contains(" flags=8 ")), "shifted words");
     assert!(has(&|l| l.contains(" flags=12 ")), "narrowed and shifted");
+    assert!(has(&|l| l.contains(" flags=16 ")), "planar components");
+    assert!(
+        has(&|l| l.contains(" flags=16 ") && l.contains(" mode=1 ")),
+        "planar components, archive mode"
+    );
+    assert!(has(&|l| l.contains(" flags=18 ")), "planar scaled integers");
+    assert!(
+        has(&|l| l.contains(" flags=28 ")),
+        "planar, narrowed and shifted"
+    );
     for (flags, what) in [(0, "tiled"), (1, "stored"), (2, "scaled"), (4, "narrowed")] {
         assert!(
             has(&|l| l.contains(" v2 ") && l.contains(&format!(" flags={flags} "))),
@@ -272,6 +282,21 @@ fn series(shape: &[usize], seed: u64) -> Vec<f64> {
             let l = &mut level[i % lag];
             *l += (rng.unit() - 0.5) * 0.5;
             *l + (rng.unit() - 0.5) * 1e-3
+        })
+        .collect()
+}
+
+/// `n` elements of two components: a smooth real part of about 1e4 with noise, a small
+/// imaginary part of whole halves; the real part whole too when `integral`.
+fn lopsided(n: usize, seed: u64, integral: bool) -> Vec<f64> {
+    let mut rng = SplitMix(seed);
+    (0..n)
+        .flat_map(|c| {
+            let wave = 1e4 * (c as f64 * 0.01).sin();
+            let wave = if integral { wave.round() } else { wave };
+            let real = wave + (rng.unit() * 400.0).floor() - 200.0;
+            let imag = ((rng.unit() * 6.0).floor() - 3.0) * 0.5;
+            [real, imag]
         })
         .collect()
 }
@@ -595,6 +620,48 @@ fn cases() -> Vec<Case> {
             p,
         );
     }
+    // Planar components (flag bit 4, version 2 only; archive mode, which codes them when
+    // smaller): one time step along 1536 channels with large real parts and small
+    // imaginary parts, as floats, as scaled integers (multiples of 0.5), as float64 of
+    // float32 values rounded to 10 mantissa bits (narrowed, then shifted), and as
+    // records of two int32 fields.
+    let shape = [2usize, 1536, 2];
+    let mut p = params(4, &shape, Mode::Archive);
+    p.components = 2;
+    add(
+        "v2_complex64_planar_archive".into(),
+        f32_bytes(&lopsided(1536 * 2, 15, false)),
+        p.clone(),
+    );
+    // The same waves in 64ths.
+    let steps: Vec<f64> = lopsided(1536 * 2, 15, false)
+        .iter()
+        .map(|v| (v * 64.0).round() / 64.0)
+        .collect();
+    add(
+        "v2_complex64_planar_scaled_archive".into(),
+        f32_bytes(&steps),
+        p.clone(),
+    );
+    let rounded_lopsided: Vec<u8> = f32_bytes(&lopsided(1536 * 2, 17, false))
+        .chunks_exact(4)
+        .flat_map(|w| (u32::from_le_bytes(w.try_into().unwrap()) >> 13 << 13).to_le_bytes())
+        .collect();
+    let mut p_wide = params(8, &shape, Mode::Archive);
+    p_wide.components = 2;
+    add(
+        "v2_complex128_planar_narrowed_shifted_archive".into(),
+        widened(&rounded_lopsided),
+        p_wide,
+    );
+    let twice = lopsided(1536, 18, false);
+    let mut p_records = p.clone();
+    p_records.element = ElementKind::Integer;
+    add(
+        "v2_int32_records_planar_archive".into(),
+        int_bytes(&[&twice[..], &twice[..]].concat(), 4, 2.0),
+        p_records,
+    );
     // Format version 2 (the compact header) for the header's shapes: one tile and
     // several, column-split tiles, several planes per tile, stored, empty, ranks 1 to 4,
     // and each flag.

@@ -32,6 +32,9 @@ fn recorded(chunk: &[u8]) -> (u8, u8, Vec<u8>) {
     (header.time_axis, header.flags, coders)
 }
 
+/// Header flag: the components are coded as planes.
+const PLANAR: u8 = 16;
+
 fn params(word: usize, shape: &[usize], mode: Mode) -> Params {
     let mut p = Params::new(word, shape);
     p.mode = mode;
@@ -64,8 +67,10 @@ fn one_time_step_chunks_are_predicted_along_frequency() {
         p.components = 2;
         let chunk = round_trip(&data, &p);
         let (axis, flags, _) = recorded(&chunk);
+        // Planes record the axis in the coded array, whose first axis is the components'.
+        let planar = flags & PLANAR != 0;
         assert_eq!(
-            (axis, flags & 1),
+            (axis - u8::from(planar), flags & 1),
             (1, 0),
             "{mode:?}: frequency axis, not stored"
         );
@@ -164,7 +169,7 @@ fn float32_values_in_float64_words_are_coded_as_float32() {
         p.components = 2;
         p.threads = 1;
         let chunk = round_trip(&wide, &p);
-        assert_eq!(chunk[6], 4, "{mode:?}: narrowed");
+        assert_eq!(chunk[6] & !PLANAR, 4, "{mode:?}: narrowed");
         assert_eq!(chunk[10], 8, "{mode:?}: the header describes float64 words");
         // The tiles are exactly those of the same values stored as complex64.
         let mut p32 = params(4, &shape, mode);
@@ -292,7 +297,7 @@ fn bit_rounded_floats_are_coded_without_their_zero_bits() {
         p.components = 2;
         let chunk = round_trip(&data, &p);
         assert_eq!(
-            (chunk[6], chunk[13]),
+            (chunk[6] & !PLANAR, chunk[13]),
             (8, 13),
             "{mode:?}: shifted by 13 bits"
         );
@@ -300,7 +305,7 @@ fn bit_rounded_floats_are_coded_without_their_zero_bits() {
         let mut whole = data.clone();
         whole[4 * 77] |= 1;
         let unshifted = round_trip(&whole, &p);
-        assert_eq!((unshifted[6], unshifted[13]), (0, 0), "{mode:?}");
+        assert_eq!((unshifted[6] & !PLANAR, unshifted[13]), (0, 0), "{mode:?}");
         assert!(
             chunk.len() * 10 < unshifted.len() * 9,
             "{mode:?}: {} against {}",
@@ -312,7 +317,7 @@ fn bit_rounded_floats_are_coded_without_their_zero_bits() {
         p64.components = 2;
         let wide = round_trip(&widened(&data), &p64);
         assert_eq!(
-            (wide[6], wide[13]),
+            (wide[6] & !PLANAR, wide[13]),
             (4 | 8, 13),
             "{mode:?}: narrowed and shifted"
         );
@@ -325,4 +330,71 @@ fn a_shifted_chunk_that_does_not_compress_is_stored_unshifted() {
     let chunk = round_trip(&data, &params(4, &[1], Mode::Fast));
     assert_eq!((chunk[6], chunk[13]), (1, 0), "stored, not shifted");
     assert_eq!(&chunk[chunk.len() - 4..], &data);
+}
+
+/// Complex spectra whose imaginary parts are near zero and real parts large (the
+/// autocorrelations of a correlator), time by channel by component.
+fn autocorrelations(times: usize, channels: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in 0..times {
+        for c in 0..channels {
+            let noise = ((t * 131 + c * 29) % 401) as f32 - 200.0;
+            let real = 4.0e4 + (c as f32 * 0.01).sin() * 3.0e3 + noise;
+            let imag = noise * 1e-3;
+            out.extend_from_slice(&real.to_le_bytes());
+            out.extend_from_slice(&imag.to_le_bytes());
+        }
+    }
+    out
+}
+
+#[test]
+fn components_are_coded_as_planes_in_archive_mode() {
+    // One time step along 1536 channels: real parts large, imaginary parts tiny; 12 KiB,
+    // coded both ways whole.
+    let shape = [1, 1536, 2];
+    let data = autocorrelations(1, 1536);
+    let mut p = params(4, &shape, Mode::Archive);
+    p.components = 2;
+    let chunk = round_trip(&data, &p);
+    let (h, _) = header(&chunk);
+    assert_eq!(
+        h.flags, PLANAR,
+        "archive mode codes the components as planes"
+    );
+    assert_eq!(h.shape, vec![2, 1, 1536], "the planes' shape");
+    assert_eq!(h.decoded_shape(), vec![1, 1536, 2]);
+    // Fast mode keeps them interleaved, and so does a requested lag of half an element.
+    p.mode = Mode::Fast;
+    assert_eq!(header(&round_trip(&data, &p)).0.flags & PLANAR, 0, "fast");
+    p.mode = Mode::Archive;
+    p.lag = 1025;
+    assert_eq!(
+        header(&round_trip(&data, &p)).0.flags & PLANAR,
+        0,
+        "half elements"
+    );
+    // 384 KiB: decided on the first eighth along time, coded both ways.
+    let shape = [32, 1536, 2];
+    let data = autocorrelations(32, 1536);
+    let mut p = params(4, &shape, Mode::Archive);
+    p.components = 2;
+    let chunk = round_trip(&data, &p);
+    assert_eq!(header(&chunk).0.flags, PLANAR, "sampled");
+    // Incompressible complex words are stored in their own order, with no planes.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..4096)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 32) as u32).to_le_bytes()
+        })
+        .collect();
+    let mut p = params(4, &[2048, 2], Mode::Archive);
+    p.components = 2;
+    let chunk = round_trip(&noise, &p);
+    let (h, len) = header(&chunk);
+    assert_eq!((h.flags, h.shape.clone()), (1, vec![2048, 2]), "stored");
+    assert_eq!(&chunk[len..], &noise[..], "stored verbatim");
 }

@@ -155,6 +155,36 @@ fn narrowed_flag_on_other_word_sizes_is_refused() {
     );
 }
 
+/// The planar flag (components coded as planes) on a stored chunk is a corrupt header,
+/// even with a header checksum that matches.
+#[test]
+fn planar_flag_on_stored_chunks_is_refused() {
+    use karoo::internals::Header;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..1024)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 32) as u32).to_le_bytes()
+        })
+        .collect();
+    let stored = compress(&noise, &Params::new(4, &[16, 64])).unwrap();
+    let (header, len) = Header::parse(&stored, u64::MAX).unwrap();
+    assert_eq!(header.flags, 1, "noise is stored");
+    let mut forged = Vec::new();
+    Header {
+        flags: 1 | 16,
+        ..header
+    }
+    .write(&mut forged);
+    forged.extend_from_slice(&stored[len..]);
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        "karoo: corrupt chunk: planar components in a stored chunk"
+    );
+}
+
 /// The shift count of a shifted chunk must leave the sign and one bit, and byte 13 must
 /// be zero in chunks that are not shifted.
 #[test]

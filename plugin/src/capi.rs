@@ -329,7 +329,7 @@ fn describe(input: &[u8]) -> Result<String, String> {
             }
         }
     }
-    let shape: Vec<String> = header.shape.iter().map(u64::to_string).collect();
+    let shape: Vec<String> = header.decoded_shape().iter().map(u64::to_string).collect();
     let codings: Vec<String> = codings
         .iter()
         .map(|(name, count)| format!("\"{name}\": {count}"))
@@ -337,18 +337,21 @@ fn describe(input: &[u8]) -> Result<String, String> {
     Ok(format!(
         "{{\"mode\": \"{mode}\", \"stored\": {}, \"word_size\": {}, \"shape\": [{}], \
          \"time_axis\": {}, \"lag\": {}, \"decoded_size\": {}, \"encoded_size\": {}, \
-         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}, \"narrowed_float64\": {}}}",
+         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}, \"narrowed_float64\": {}, \
+         \"planar_components\": {}}}",
         header.is_stored(),
         header.word_size,
         shape.join(", "),
-        header.time_axis,
+        // The time axis of the decoded shape (planes have their components first).
+        header.time_axis - u8::from(header.is_planar()),
         header.lag,
         header.decoded_size,
         input.len(),
         header.tile_sizes.len(),
         codings.join(", "),
         header.is_scaled(),
-        header.is_narrowed()
+        header.is_narrowed(),
+        header.is_planar()
     ))
 }
 
