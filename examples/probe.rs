@@ -1,11 +1,12 @@
-//! Times the core codec on one chunk of complex64 words, one thread: the probe that
+//! Times the core codec on one chunk of complex64 words, one thread by default: the probe that
 //! `scripts/research/probes.py` builds against two revisions and runs interleaved.
 //!
 //! Usage: `probe FILE ROWS REPEATS [archive]`. FILE holds the chunk's raw little-endian
 //! float32 words (complex64 pairs), ROWS time rows of equal length (or the shape in
 //! `KAROO_PROBE_SHAPE`). `KAROO_PROBE_WORD` sets the word size in bytes (default 4) and
 //! `KAROO_PROBE_INTEGER=1` codes the words as integers; `KAROO_PROBE_ONLY=compress` (or
-//! `decompress`) runs the other direction once, for profiles of one. Prints the ratio
+//! `decompress`) runs the other direction once, for profiles of one;
+//! `KAROO_PROBE_THREADS` codes on that many threads (default 1). Prints the ratio
 //! and the best compress and decompress throughputs in MB/s of REPEATS runs each.
 
 use std::time::Instant;
@@ -49,7 +50,8 @@ fn main() {
     };
     let params = Params {
         components: 2,
-        threads: 1,
+        threads: std::env::var("KAROO_PROBE_THREADS")
+            .map_or(1, |t| t.parse().expect("KAROO_PROBE_THREADS: a number")),
         mode: if args.get(4).is_some_and(|m| m == "archive") {
             Mode::Archive
         } else {
@@ -75,7 +77,7 @@ fn main() {
     });
     let mut back = Vec::new();
     let decompress_s = best(repeats_of("compress"), &mut || {
-        back = decompress_with(&packed, u64::MAX, 1).expect("decompresses");
+        back = decompress_with(&packed, u64::MAX, params.threads).expect("decompresses");
     });
     assert!(back == data, "round trip is bit-exact");
     let mb = data.len() as f64 / 1e6;
