@@ -27,11 +27,15 @@ pub struct Planar {
 
 impl Planar {
     /// The planar layout of a chunk of (validated) `shape` and `params`, when its
-    /// elements have several components and the caller's lag, if any, is a whole
-    /// number of elements.
+    /// elements have several components, the caller's time axis is not theirs and the
+    /// caller's lag, if any, is a whole number of elements.
     pub fn of(shape: &[usize], params: &Params) -> Option<Planar> {
         let m = params.components;
-        if m < 2 || shape.len() < 2 || !params.lag.is_multiple_of(m) {
+        if m < 2
+            || shape.len() < 2
+            || params.time_axis + 1 >= shape.len()
+            || !params.lag.is_multiple_of(m)
+        {
             return None;
         }
         let mut coded = Vec::with_capacity(shape.len());
@@ -175,9 +179,14 @@ mod tests {
             (2, 5, 2)
         );
         assert_eq!(planar.params.components, 1);
-        // A lag that splits elements, and single-word elements, stay interleaved.
+        // A lag that splits elements, a time axis on the components, and single-word
+        // elements stay interleaved.
         params.lag = 7;
         assert_eq!(Planar::of(&[3, 5, 2], &params), None);
+        params.lag = 0;
+        params.time_axis = 2;
+        assert_eq!(Planar::of(&[3, 5, 2], &params), None);
+        params.time_axis = 1;
         params.lag = 0;
         params.components = 1;
         assert_eq!(Planar::of(&[3, 5, 2], &params), None);

@@ -374,6 +374,14 @@ fn components_are_coded_as_planes_in_archive_mode() {
         0,
         "half elements"
     );
+    // A time axis on the components themselves (found by fuzzing): interleaved.
+    p.lag = 0;
+    p.time_axis = 2;
+    assert_eq!(
+        header(&round_trip(&data, &p)).0.flags & PLANAR,
+        0,
+        "component axis"
+    );
     // 384 KiB: decided on the first eighth along time, coded both ways.
     let shape = [32, 1536, 2];
     let data = autocorrelations(32, 1536);

@@ -13,6 +13,8 @@ struct Input {
     predictor: u8,
     map: u8,
     coder: u8,
+    /// Elements of two words (complex numbers): the planar components path.
+    complex: bool,
     edits: Vec<(u16, u8)>,
     data: Vec<u8>,
 }
@@ -27,13 +29,20 @@ fuzz_target!(|input: Input| {
     let word = [1usize, 2, 4, 8][usize::from(input.word % 4)];
     let rows = usize::from(input.rows % 16) + 1;
     let cols = (input.data.len() / word / rows).max(1);
-    let data: Vec<u8> = input.data.iter().copied().chain(std::iter::repeat(7)).take(rows * cols * word).collect();
+    let (shape, components) = if input.complex && cols >= 2 {
+        (vec![rows, cols / 2, 2], 2)
+    } else {
+        (vec![rows, cols], 1)
+    };
+    let words: usize = shape.iter().product();
+    let data: Vec<u8> = input.data.iter().copied().chain(std::iter::repeat(7)).take(words * word).collect();
     let params = Params {
         predictor: pick(&Predictor::ALL.into_iter().chain([Predictor::Zero]).collect::<Vec<_>>(), input.predictor),
         residual_map: pick(&ResidualMap::ALL, input.map),
         coder: pick(&Coder::ALL, input.coder & 0x7f),
         mode: Mode::ALL[usize::from(input.coder >> 7) % Mode::ALL.len()],
-        ..Params::new(word, &[rows, cols])
+        components,
+        ..Params::new(word, &shape)
     };
     let mut packed = karoo::compress(&data, &params).expect("valid parameters");
     let (_, header) = karoo::internals::Header::parse(&packed, u64::MAX).expect("own header");
