@@ -87,8 +87,12 @@ pub fn split(words: &[u8], w: usize, m: usize) -> Planes {
     Planes(out)
 }
 
-/// The inverse of [`split`] into `out` (as long as `planes`).
+/// The inverse of [`split`] into `out` (as long as `planes`). A count `m` of 0 (a
+/// hostile chunk of no words can declare one) moves nothing.
 pub fn join_into(planes: &[u8], w: usize, m: usize, out: &mut [u8]) {
+    if m == 0 {
+        return;
+    }
     match w {
         1 => join_words::<1>(planes, m, out),
         2 => join_words::<2>(planes, m, out),
@@ -158,6 +162,8 @@ mod tests {
                     assert_eq!(back, words, "w {w} m {m} n {n}");
                 }
             }
+            // A hostile chunk's count of 0 components moves nothing.
+            join_into(&[], w, 0, &mut []);
         }
     }
 

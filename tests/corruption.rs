@@ -185,6 +185,24 @@ fn planar_flag_on_stored_chunks_is_refused() {
     );
 }
 
+/// A tiled planar chunk of no words whose shape declares 0 components decodes to
+/// nothing, without dividing by its component count.
+#[test]
+fn a_planar_chunk_of_no_words_decodes_to_nothing() {
+    use karoo::internals::{data_checksum, Header};
+    let empty = compress(&[], &Params::new(4, &[0, 2])).unwrap();
+    let (header, len) = Header::parse(&empty, u64::MAX).unwrap();
+    assert_eq!((header.flags, len), (1, empty.len()), "stored, no payload");
+    let mut forged = Vec::new();
+    Header {
+        flags: 16,
+        checksum: data_checksum(&[]),
+        ..header
+    }
+    .write(&mut forged);
+    assert_eq!(decompress(&forged).unwrap(), Vec::<u8>::new());
+}
+
 /// The shift count of a shifted chunk must leave the sign and one bit, and byte 13 must
 /// be zero in chunks that are not shifted.
 #[test]
