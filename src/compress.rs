@@ -89,7 +89,7 @@ fn compress_smaller(
                 (None, Some(interleaved))
             }
         }
-        Some(p) if layout.planar_pays(words, p, shift) => (Some(p), None),
+        Some(p) if layout.planar_pays(words, shift) => (Some(p), None),
         _ => (None, None),
     };
     let plain = || match decided {
@@ -165,7 +165,7 @@ impl<'a> Layout<'a> {
         match planar {
             Some(p) => Plan::new(
                 words,
-                &p.shape,
+                &p.params.shape,
                 &p.params,
                 scale_section,
                 self.narrowed,
@@ -183,9 +183,10 @@ impl<'a> Layout<'a> {
     }
 
     /// Whether the chunk's components, coded as planes, are clearly smaller than
-    /// interleaved (see [`clearly_smaller_as_planes`]), judged on the chunk's first eighth (see [`sample_part`]) coded both ways; false
-    /// when it has none (the caller codes such chunks both ways whole).
-    fn planar_pays(self, words: &[u8], planar: &Planar, shift: u8) -> bool {
+    /// interleaved (see [`clearly_smaller_as_planes`]), judged on the chunk's first
+    /// eighth (see [`sample_part`]) coded both ways; false when it has none (the caller
+    /// codes such chunks both ways whole).
+    fn planar_pays(self, words: &[u8], shift: u8) -> bool {
         let Some((part, bytes)) = sample_part(words.len(), self.shape) else {
             return false;
         };
@@ -194,7 +195,7 @@ impl<'a> Layout<'a> {
             return false;
         };
         let head = &words[..bytes];
-        let planes = planar::split(head, self.params.word_size, planar.components);
+        let planes = planar::split(head, self.params.word_size, split_planar.components);
         let coded = |words: &[u8], planar: Option<&Planar>| {
             (sample.plain_plan(words, planar, shift)).map(|plan| plan.compress(words))
         };
@@ -286,19 +287,13 @@ fn compress_scaled(data: &[u8], layout: Layout, planar: Option<&Planar>) -> Opti
         element: ElementKind::Integer,
         ..params.clone()
     };
-    let integer_planar = planar.map(|p| Planar {
-        params: Params {
-            element: ElementKind::Integer,
-            ..p.params.clone()
-        },
-        ..p.clone()
-    });
     let mut section = Vec::new();
     scales.write(&mut section);
     let layout = Layout {
         params: &integer_params,
         ..layout
     };
+    let integer_planar = planar.and_then(|_| Planar::of(layout.shape, &integer_params));
     let planes = planar.map(|p| planar::split(&integers, params.word_size, p.components));
     let coded = planes.as_deref().unwrap_or(&integers);
     let plan = layout

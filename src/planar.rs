@@ -12,16 +12,14 @@
 use crate::buffers;
 use crate::params::Params;
 
-/// How a chunk's components become planes: the coded array's shape and the parameters
-/// to code it with.
+/// How a chunk's components become planes: the parameters to code the coded array with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planar {
     /// Components per element (`m`, at least 2).
     pub components: usize,
-    /// The coded array's shape: components first, then the element axes.
-    pub shape: Vec<usize>,
-    /// `params` for the coded array: one word per element, the time axis one further
-    /// in, the lag counted in one component's words.
+    /// `params` for the coded array: its shape (components first, then the element
+    /// axes), one word per element, the time axis one further in, the lag counted in one
+    /// component's words.
     pub params: Params,
 }
 
@@ -44,13 +42,12 @@ impl Planar {
         Some(Planar {
             components: m,
             params: Params {
-                shape: coded.clone(),
+                shape: coded,
                 time_axis: params.time_axis + 1,
                 lag: params.lag / m,
                 components: 1,
                 ..params.clone()
             },
-            shape: coded,
         })
     }
 }
@@ -174,7 +171,6 @@ mod tests {
         params.time_axis = 1;
         params.lag = 10;
         let planar = Planar::of(&[3, 5, 2], &params).unwrap();
-        assert_eq!(planar.shape, vec![2, 3, 5]);
         assert_eq!(planar.params.shape, vec![2, 3, 5]);
         assert_eq!(
             (

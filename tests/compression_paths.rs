@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{round_trip, widened};
+use common::{noise_u32, round_trip, widened};
 use karoo::internals::Header;
 use karoo::{compress, decompress, ElementKind, Mode, Params};
 
@@ -196,15 +196,7 @@ fn float32_values_in_float64_words_are_coded_as_float32() {
 fn incompressible_narrowed_words_are_stored_as_float32() {
     // Random float32 bit patterns (NaN payloads, signalling ones included, among them),
     // widened bit by bit as docs/format.md specifies.
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let bits: Vec<u8> = (0..2048)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 32) as u32).to_le_bytes()
-        })
-        .collect();
+    let bits = noise_u32(2048, 0x2545_f491_4f6c_dd1d);
     let wide = widened(&bits);
     let chunk = round_trip(&wide, &params(8, &[2048], Mode::Archive));
     assert_eq!(chunk[6], 1 | 4, "stored, narrowed");
@@ -390,15 +382,7 @@ fn components_are_coded_as_planes_in_archive_mode() {
     let chunk = round_trip(&data, &p);
     assert_eq!(header(&chunk).0.flags, PLANAR, "sampled");
     // Incompressible complex words are stored in their own order, with no planes.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..4096)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 32) as u32).to_le_bytes()
-        })
-        .collect();
+    let noise = noise_u32(4096, 0x9e37_79b9_7f4a_7c15);
     let mut p = params(4, &[2048, 2], Mode::Archive);
     p.components = 2;
     let chunk = round_trip(&noise, &p);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::smooth_f32;
+use common::{noise_u32, smooth_f32};
 use karoo::{compress, decompress, decompress_with, Error, Params};
 
 #[test]
@@ -160,15 +160,7 @@ fn narrowed_flag_on_other_word_sizes_is_refused() {
 #[test]
 fn planar_flag_on_stored_chunks_is_refused() {
     use karoo::internals::Header;
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let noise: Vec<u8> = (0..1024)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 32) as u32).to_le_bytes()
-        })
-        .collect();
+    let noise = noise_u32(1024, 0x9e37_79b9_7f4a_7c15);
     let stored = compress(&noise, &Params::new(4, &[16, 64])).unwrap();
     let (header, len) = Header::parse(&stored, u64::MAX).unwrap();
     assert_eq!(header.flags, 1, "noise is stored");

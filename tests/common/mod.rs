@@ -21,6 +21,20 @@ pub fn smooth_f32(shape: &[usize], seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// `words` random 32-bit words (xorshift from `seed`, nonzero) as little-endian bytes:
+/// incompressible data, NaN payloads among them when read as floats.
+pub fn noise_u32(words: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..words)
+        .flat_map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 32) as u32).to_le_bytes()
+        })
+        .collect()
+}
+
 /// Compresses and decompresses `data`, asserting the round trip is bit-exact; the chunk.
 pub fn round_trip(data: &[u8], params: &Params) -> Vec<u8> {
     let packed = compress(data, params).expect("compress");
