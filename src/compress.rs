@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::format::{
     Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
 };
-use crate::layout::{Geometry, Spatial, Tile};
+use crate::layout::{self, Geometry, Spatial, Tile};
 use crate::narrow;
 use crate::params::{ElementKind, Mode, Params};
 use crate::planar::{self, Planar};
@@ -394,7 +394,11 @@ impl Plan {
         planar: bool,
     ) -> Result<Plan> {
         let axis = choose_axis(data, shape, params, planar);
-        let geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
+        let target = match params.mode {
+            Mode::Fast => layout::fast_tile_target(data.len() / params.word_size.max(1)),
+            Mode::Archive => layout::TARGET_TILE_WORDS,
+        };
+        let geometry = Geometry::with_tile_target(shape, axis.time_axis, axis.lag, target)?;
         let spatial = Spatial::of_shape(shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {

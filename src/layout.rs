@@ -19,6 +19,24 @@ pub const TARGET_TILE_WORDS: usize = 1 << 17;
 /// chunk records (the encoder's choice, [`Tiling::choose`], never exceeds it). It bounds
 /// the decoded size of a hostile chunk whose entropy-coded tiles have no per-word floor.
 pub const MAX_TILE_WORDS: usize = 1 << 17;
+/// Fewest words fast mode aims at per tile when it cuts a chunk finer than
+/// [`TARGET_TILE_WORDS`] so that the tiles of one chunk share the cores.
+pub const FAST_MIN_TILE_WORDS: usize = 1 << 15;
+/// Tiles fast mode aims to cut a chunk into, as long as they keep
+/// [`FAST_MIN_TILE_WORDS`]: a chunk of one time step is otherwise one tile, coded by one
+/// core.
+pub const FAST_TILES_PER_CHUNK: usize = 4;
+
+/// The words per tile fast mode aims at for a chunk of `words` words: a quarter of the
+/// chunk, from [`FAST_MIN_TILE_WORDS`] to [`TARGET_TILE_WORDS`]; the latter for a chunk
+/// that is one tile either way.
+pub fn fast_tile_target(words: usize) -> usize {
+    if words <= FAST_MIN_TILE_WORDS {
+        return TARGET_TILE_WORDS;
+    }
+    (words / FAST_TILES_PER_CHUNK).clamp(FAST_MIN_TILE_WORDS, TARGET_TILE_WORDS)
+}
+
 /// Fewest rows a full-width tile may have before tiles are split by columns instead.
 const MIN_TILE_ROWS: usize = 64;
 /// Fewest columns of a column-split tile.
@@ -124,6 +142,17 @@ impl Geometry {
     /// Derives the geometry of a chunk of `shape` words with the given time axis and lag
     /// (0 = product of the dimensions after the time axis), choosing the tiling.
     pub fn from_shape(shape: &[usize], time_axis: usize, lag: usize) -> Result<Geometry> {
+        Geometry::with_tile_target(shape, time_axis, lag, TARGET_TILE_WORDS)
+    }
+
+    /// [`Geometry::from_shape`] with tiles of about `target` words (at most
+    /// [`TARGET_TILE_WORDS`]).
+    pub fn with_tile_target(
+        shape: &[usize],
+        time_axis: usize,
+        lag: usize,
+        target: usize,
+    ) -> Result<Geometry> {
         let planes = checked_product(&shape[..time_axis])?;
         let words = checked_product(shape)?;
         let plane_len = words.checked_div(planes).unwrap_or(0);
@@ -137,7 +166,7 @@ impl Geometry {
                 "lag {lag} exceeds the {plane_len} words of one time series plane"
             )));
         }
-        let tiling = Tiling::choose(plane_len, lag);
+        let tiling = Tiling::choose(plane_len, lag, target.clamp(1, TARGET_TILE_WORDS));
         Ok(Geometry {
             planes,
             plane_len,
@@ -293,25 +322,26 @@ pub fn checked_product(dims: &[usize]) -> Result<usize> {
 }
 
 impl Tiling {
-    /// Chooses tile dimensions for planes of `plane_len` words and rows of `lag` words.
-    pub fn choose(plane_len: usize, lag: usize) -> Tiling {
+    /// Chooses tile dimensions for planes of `plane_len` words and rows of `lag` words,
+    /// tiles of about `target` words (at most [`MAX_TILE_WORDS`]).
+    pub fn choose(plane_len: usize, lag: usize, target: usize) -> Tiling {
         let rows = plane_len.div_ceil(lag.max(1)).max(1);
-        if plane_len <= TARGET_TILE_WORDS {
+        if plane_len <= target {
             return Tiling {
-                planes_per_tile: (TARGET_TILE_WORDS / plane_len.max(1)).max(1),
+                planes_per_tile: (target / plane_len.max(1)).max(1),
                 tile_rows: rows,
                 tile_cols: lag,
             };
         }
-        if lag * MIN_TILE_ROWS <= TARGET_TILE_WORDS {
+        if lag * MIN_TILE_ROWS <= target {
             return Tiling {
                 planes_per_tile: 1,
-                tile_rows: TARGET_TILE_WORDS / lag,
+                tile_rows: target / lag,
                 tile_cols: lag,
             };
         }
-        let tile_cols = (TARGET_TILE_WORDS / rows).clamp(MIN_TILE_COLS, lag);
-        let tile_rows = (TARGET_TILE_WORDS / tile_cols).clamp(1, rows);
+        let tile_cols = (target / rows).clamp(MIN_TILE_COLS, lag);
+        let tile_rows = (target / tile_cols).clamp(1, rows);
         Tiling {
             planes_per_tile: 1,
             tile_rows,
@@ -323,6 +353,28 @@ impl Tiling {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_mode_cuts_mid_sized_chunks_into_four_tiles() {
+        assert_eq!(fast_tile_target(1 << 15), TARGET_TILE_WORDS);
+        assert_eq!(fast_tile_target((1 << 15) + 4), FAST_MIN_TILE_WORDS);
+        assert_eq!(fast_tile_target(1 << 17), 1 << 15);
+        assert_eq!(fast_tile_target(320_000), 80_000);
+        assert_eq!(fast_tile_target(1 << 19), TARGET_TILE_WORDS);
+        assert_eq!(fast_tile_target(1 << 30), TARGET_TILE_WORDS);
+        // A chunk of one time step of 2^17 words: four tiles of 2^15 columns.
+        let g =
+            Geometry::with_tile_target(&[1, 4096, 32], 0, 0, fast_tile_target(1 << 17)).unwrap();
+        assert_eq!(g.tiles().len(), 4);
+        assert_eq!(
+            g.tiling,
+            Tiling {
+                planes_per_tile: 1,
+                tile_rows: 1,
+                tile_cols: 1 << 15
+            }
+        );
+    }
 
     fn covered(g: &Geometry) -> Vec<u32> {
         let mut hits = vec![0u32; g.words()];

@@ -177,18 +177,26 @@ fn incompressible_data_is_stored_after_a_header_without_tiles() {
 #[test]
 fn the_encoder_tiles_by_the_documented_rule() {
     // (shape, expected planes / rows / columns per tile, tile count).
-    let cases: [(&[usize], [u64; 3], usize); 3] = [
+    // (shape, mode, expected planes / rows / columns per tile, tile count).
+    let cases: [(&[usize], Mode, [u64; 3], usize); 6] = [
         // A plane of at most 2^17 words: whole planes per tile.
-        (&[4, 3, 2], [(1 << 17) / 24, 4, 6], 1),
+        (&[4, 3, 2], Mode::Fast, [(1 << 17) / 24, 4, 6], 1),
         // Rows of 1000 words (64 of them fit 2^17): tiles of 131 whole rows.
-        (&[1000, 1000], [1, 131, 1000], 8),
-        // Rows of 40000 words: 8 rows by 16384 columns, three column blocks.
-        (&[8, 40_000], [1, 8, 16_384], 3),
+        (&[1000, 1000], Mode::Fast, [1, 131, 1000], 8),
+        // Rows of 40000 words: 8 rows by 16384 columns, three column blocks...
+        (&[8, 40_000], Mode::Archive, [1, 8, 16_384], 3),
+        // ... in fast mode a quarter of the chunk, 80000 words: 8 rows by 10000 columns.
+        (&[8, 40_000], Mode::Fast, [1, 8, 10_000], 4),
+        // Two time steps of 2^16 words: four tiles of 2^15 words in fast mode (2 rows by
+        // 16384 columns), one tile in archive mode.
+        (&[2, 1 << 16], Mode::Fast, [1, 2, 1 << 14], 4),
+        (&[2, 1 << 16], Mode::Archive, [1, 2, 1 << 16], 1),
     ];
-    for (shape, tiling, tiles) in cases {
+    for (shape, mode, tiling, tiles) in cases {
         let data = ramp(shape);
         let params = Params {
             threads: 1,
+            mode,
             ..Params::new(4, shape)
         };
         let chunk = compress(&data, &params).unwrap();

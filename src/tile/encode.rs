@@ -10,7 +10,7 @@ use crate::word::Word;
 
 use super::header::{Coding, TILE_HEADER_LEN};
 use super::residuals::{residuals, residuals_into};
-use super::search::{choose, Candidates};
+use super::search::{choose, sample_share, Candidates};
 
 /// Appends the payload of `tile` of chunk `src` to `out`: coded with the only candidate
 /// when there is one, else with the candidate estimated smallest on a sample of the
@@ -31,7 +31,8 @@ pub fn encode_tile_into<T: Word>(
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
-            try_generic(coding, generic, chosen, dims, start, out);
+            let sample = sample_share(g, tile, GENERIC_SAMPLE);
+            try_generic(coding, generic, chosen, dims, sample, start, out);
         }
         if candidates.try_alternatives {
             // The patched estimate is exact.
@@ -76,7 +77,8 @@ pub fn encode_tile_into<T: Word>(
     buffers::give(alternative);
 }
 
-/// Words of the chosen residuals a general-purpose coder is first tried on.
+/// Words of the chosen residuals a general-purpose coder is first tried on (shared out
+/// by [`sample_share`] when a chunk has several tiles).
 const GENERIC_SAMPLE: usize = 1 << 13;
 /// The general-purpose coder is tried on the whole tile when its sample codes in less
 /// than this fraction (in 64ths) of the chosen coding's share.
@@ -84,13 +86,14 @@ const GENERIC_GAIN_64THS: u64 = 56;
 
 /// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) with the
 /// general-purpose coder `generic` when that is smaller: tried in full only when a sample
-/// from the middle of the tile codes clearly smaller than its share of the payload, so
-/// tiles it does not help cost one small trial.
+/// of `sample` residuals from the middle of the tile codes clearly smaller than its share
+/// of the payload, so tiles it does not help cost one small trial.
 fn try_generic<T: Word>(
     coding: Coding,
     generic: Coder,
     residuals: &[T],
     dims: Dims,
+    sample: usize,
     start: usize,
     out: &mut Vec<u8>,
 ) {
@@ -99,7 +102,7 @@ fn try_generic<T: Word>(
         return;
     }
     let current = (out.len() - start) as u64;
-    let take = n.min(GENERIC_SAMPLE);
+    let take = n.min(sample);
     let at = (n - take) / 2;
     let sample_bits = generic.estimate_bits(&residuals[at..at + take], dims);
     let share_bits = 8 * current * take as u64 / n as u64;

@@ -2,7 +2,7 @@
 //! are chosen from an estimate on a sample of the tile's columns.
 
 use crate::coder::Coder;
-use crate::layout::{Dims, Geometry, Spatial, Tile};
+use crate::layout::{Dims, Geometry, Spatial, Tile, TARGET_TILE_WORDS};
 use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
 use crate::word::Word;
@@ -71,6 +71,27 @@ const FAST_SAMPLING: Sampling = Sampling {
     least: 32,
 };
 
+/// Fast mode's sampling of `tile`: [`FAST_SAMPLING`], its words shared out by
+/// [`sample_share`].
+fn fast_sampling(g: &Geometry, tile: &Tile) -> Sampling {
+    Sampling {
+        words: sample_share(g, tile, FAST_SAMPLING.words),
+        ..FAST_SAMPLING
+    }
+}
+
+/// The part of a sample of `words` words that `tile` takes: all of it for a chunk of
+/// one tile; else in proportion to the tile's size against [`TARGET_TILE_WORDS`], at
+/// least a quarter of it, so that a chunk cut into smaller tiles to share the cores
+/// samples about as much in all as one tile of the target size did.
+pub(super) fn sample_share(g: &Geometry, tile: &Tile, words: usize) -> usize {
+    let tile_words = g.tile_words(tile);
+    if g.words() <= tile_words {
+        return words;
+    }
+    (words * tile_words / TARGET_TILE_WORDS).clamp(words / 4, words)
+}
+
 /// Archive mode's sampling: narrow segments over more rows, for the context coders.
 const ARCHIVE_SAMPLING: Sampling = Sampling {
     words: 1 << 12,
@@ -97,7 +118,7 @@ pub(super) fn choose<T: Word>(
     let sampling = if candidates.greedy {
         ARCHIVE_SAMPLING
     } else {
-        FAST_SAMPLING
+        fast_sampling(g, tile)
     };
     // Deep tiles are sampled over their middle rows only (of their first planes), so the
     // sample stays near `sampling.words` however many time steps a tile holds.
