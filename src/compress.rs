@@ -394,11 +394,11 @@ impl Plan {
         planar: bool,
     ) -> Result<Plan> {
         let axis = choose_axis(data, shape, params, planar);
-        let target = match params.mode {
-            Mode::Fast => layout::fast_tile_target(data.len() / params.word_size.max(1)),
-            Mode::Archive => layout::TARGET_TILE_WORDS,
-        };
-        let geometry = Geometry::with_tile_target(shape, axis.time_axis, axis.lag, target)?;
+        let mut geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
+        if params.mode == Mode::Fast {
+            let target = layout::fast_tile_target(geometry.words(), geometry.lag);
+            geometry = Geometry::with_tile_target(shape, axis.time_axis, axis.lag, target)?;
+        }
         let spatial = Spatial::of_shape(shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {

@@ -27,11 +27,18 @@ pub const FAST_MIN_TILE_WORDS: usize = 1 << 15;
 /// core.
 pub const FAST_TILES_PER_CHUNK: usize = 4;
 
-/// The words per tile fast mode aims at for a chunk of `words` words: a quarter of the
-/// chunk, from [`FAST_MIN_TILE_WORDS`] to [`TARGET_TILE_WORDS`]; the latter for a chunk
-/// that is one tile either way.
-pub fn fast_tile_target(words: usize) -> usize {
-    if words <= FAST_MIN_TILE_WORDS {
+/// Fewest words per row for which fast mode cuts a chunk finer than
+/// [`TARGET_TILE_WORDS`]: shorter rows would cut it into bands of rows, which decode
+/// row by row instead of a plane at a time (2.8x slower for rows of 8 words, as fast
+/// for rows of 32).
+pub const FAST_MIN_SPLIT_LAG: usize = 32;
+
+/// The words per tile fast mode aims at for a chunk of `words` words in rows of `lag`
+/// words: a quarter of the chunk, from [`FAST_MIN_TILE_WORDS`] to [`TARGET_TILE_WORDS`];
+/// the latter for a chunk that is one tile either way or whose rows are shorter than
+/// [`FAST_MIN_SPLIT_LAG`].
+pub fn fast_tile_target(words: usize, lag: usize) -> usize {
+    if words <= FAST_MIN_TILE_WORDS || lag < FAST_MIN_SPLIT_LAG {
         return TARGET_TILE_WORDS;
     }
     (words / FAST_TILES_PER_CHUNK).clamp(FAST_MIN_TILE_WORDS, TARGET_TILE_WORDS)
@@ -356,15 +363,18 @@ mod tests {
 
     #[test]
     fn fast_mode_cuts_mid_sized_chunks_into_four_tiles() {
-        assert_eq!(fast_tile_target(1 << 15), TARGET_TILE_WORDS);
-        assert_eq!(fast_tile_target((1 << 15) + 4), FAST_MIN_TILE_WORDS);
-        assert_eq!(fast_tile_target(1 << 17), 1 << 15);
-        assert_eq!(fast_tile_target(320_000), 80_000);
-        assert_eq!(fast_tile_target(1 << 19), TARGET_TILE_WORDS);
-        assert_eq!(fast_tile_target(1 << 30), TARGET_TILE_WORDS);
+        let lag = FAST_MIN_SPLIT_LAG;
+        assert_eq!(fast_tile_target(1 << 15, lag), TARGET_TILE_WORDS);
+        assert_eq!(fast_tile_target((1 << 15) + 4, lag), FAST_MIN_TILE_WORDS);
+        assert_eq!(fast_tile_target(1 << 17, lag), 1 << 15);
+        assert_eq!(fast_tile_target(320_000, lag), 80_000);
+        assert_eq!(fast_tile_target(1 << 19, lag), TARGET_TILE_WORDS);
+        assert_eq!(fast_tile_target(1 << 30, lag), TARGET_TILE_WORDS);
+        // Short rows: whole planes, decoded a plane at a time.
+        assert_eq!(fast_tile_target(1 << 17, lag - 1), TARGET_TILE_WORDS);
         // A chunk of one time step of 2^17 words: four tiles of 2^15 columns.
-        let g =
-            Geometry::with_tile_target(&[1, 4096, 32], 0, 0, fast_tile_target(1 << 17)).unwrap();
+        let g = Geometry::with_tile_target(&[1, 4096, 32], 0, 0, fast_tile_target(1 << 17, lag))
+            .unwrap();
         assert_eq!(g.tiles().len(), 4);
         assert_eq!(
             g.tiling,
