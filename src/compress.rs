@@ -396,8 +396,7 @@ impl Plan {
         let axis = choose_axis(data, shape, params, planar);
         let mut geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
         if params.mode == Mode::Fast {
-            let target = layout::fast_tile_target(geometry.words(), geometry.lag);
-            geometry = Geometry::with_tile_target(shape, axis.time_axis, axis.lag, target)?;
+            geometry = geometry.retiled(layout::fast_tile_target(geometry.words(), geometry.lag));
         }
         let spatial = Spatial::of_shape(shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);

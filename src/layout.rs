@@ -149,17 +149,6 @@ impl Geometry {
     /// Derives the geometry of a chunk of `shape` words with the given time axis and lag
     /// (0 = product of the dimensions after the time axis), choosing the tiling.
     pub fn from_shape(shape: &[usize], time_axis: usize, lag: usize) -> Result<Geometry> {
-        Geometry::with_tile_target(shape, time_axis, lag, TARGET_TILE_WORDS)
-    }
-
-    /// [`Geometry::from_shape`] with tiles of about `target` words (at most
-    /// [`TARGET_TILE_WORDS`]).
-    pub fn with_tile_target(
-        shape: &[usize],
-        time_axis: usize,
-        lag: usize,
-        target: usize,
-    ) -> Result<Geometry> {
         let planes = checked_product(&shape[..time_axis])?;
         let words = checked_product(shape)?;
         let plane_len = words.checked_div(planes).unwrap_or(0);
@@ -173,13 +162,23 @@ impl Geometry {
                 "lag {lag} exceeds the {plane_len} words of one time series plane"
             )));
         }
-        let tiling = Tiling::choose(plane_len, lag, target.clamp(1, TARGET_TILE_WORDS));
+        let tiling = Tiling::choose(plane_len, lag, TARGET_TILE_WORDS);
         Ok(Geometry {
             planes,
             plane_len,
             lag,
             tiling,
         })
+    }
+
+    /// This geometry with the encoder's tiling for tiles of about `target` words (at
+    /// most [`TARGET_TILE_WORDS`]).
+    pub fn retiled(self, target: usize) -> Geometry {
+        let target = target.clamp(1, TARGET_TILE_WORDS);
+        Geometry {
+            tiling: Tiling::choose(self.plane_len, self.lag, target),
+            ..self
+        }
     }
 
     /// This geometry with the tiling a chunk header records instead of the encoder's
@@ -211,16 +210,23 @@ impl Geometry {
         if planes > 1 && (rows < self.rows() || cols < self.lag) {
             return bad(TilingFault::PartialPlanes);
         }
-        let words = planes
-            .checked_mul(rows)
-            .and_then(|w| w.checked_mul(cols))
-            .filter(|&w| w <= MAX_TILE_WORDS);
-        if words.is_none() {
+        let words = Geometry { tiling, ..self }.full_tile_words();
+        if words.is_none_or(|w| w > MAX_TILE_WORDS) {
             return bad(TilingFault::TooManyWords {
                 limit: MAX_TILE_WORDS,
             });
         }
         Ok(Geometry { tiling, ..self })
+    }
+
+    /// Words of a tile that no edge of the chunk cuts (the first tile's dimensions), or
+    /// `None` if that overflows.
+    pub fn full_tile_words(&self) -> Option<usize> {
+        let t = &self.tiling;
+        t.planes_per_tile
+            .min(self.planes)
+            .checked_mul(t.tile_rows.min(self.rows()))?
+            .checked_mul(t.tile_cols.min(self.lag))
     }
 
     /// Total words in the chunk.
@@ -373,8 +379,9 @@ mod tests {
         // Short rows: whole planes, decoded a plane at a time.
         assert_eq!(fast_tile_target(1 << 17, lag - 1), TARGET_TILE_WORDS);
         // A chunk of one time step of 2^17 words: four tiles of 2^15 columns.
-        let g = Geometry::with_tile_target(&[1, 4096, 32], 0, 0, fast_tile_target(1 << 17, lag))
-            .unwrap();
+        let g = Geometry::from_shape(&[1, 4096, 32], 0, 0)
+            .unwrap()
+            .retiled(fast_tile_target(1 << 17, lag));
         assert_eq!(g.tiles().len(), 4);
         assert_eq!(
             g.tiling,

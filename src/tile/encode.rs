@@ -31,7 +31,7 @@ pub fn encode_tile_into<T: Word>(
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
-            let sample = sample_share(g, tile, GENERIC_SAMPLE);
+            let sample = sample_share(g, GENERIC_SAMPLE);
             try_generic(coding, generic, chosen, dims, sample, start, out);
         }
         if candidates.try_alternatives {

@@ -73,23 +73,24 @@ const FAST_SAMPLING: Sampling = Sampling {
 
 /// Fast mode's sampling of `tile`: [`FAST_SAMPLING`], its words shared out by
 /// [`sample_share`].
-fn fast_sampling(g: &Geometry, tile: &Tile) -> Sampling {
+fn fast_sampling(g: &Geometry) -> Sampling {
     Sampling {
-        words: sample_share(g, tile, FAST_SAMPLING.words),
+        words: sample_share(g, FAST_SAMPLING.words),
         ..FAST_SAMPLING
     }
 }
 
-/// The part of a sample of `words` words that `tile` takes: all of it for a chunk of
-/// one tile; else in proportion to the tile's size against [`TARGET_TILE_WORDS`], at
-/// least a quarter of it, so that a chunk cut into smaller tiles to share the cores
-/// samples about as much in all as one tile of the target size did.
-pub(super) fn sample_share(g: &Geometry, tile: &Tile, words: usize) -> usize {
-    let tile_words = g.tile_words(tile);
-    if g.words() <= tile_words {
+/// The part of a sample of `words` words that each tile of `g` takes: all of it when
+/// the chunk's tiles are of the target size [`TARGET_TILE_WORDS`] or the chunk is one
+/// tile; else in proportion to the tiling's full tile against the target, at least a
+/// quarter of it, so that a chunk cut into smaller tiles to share the cores samples
+/// about as much in all as one tile of the target size did.
+pub(super) fn sample_share(g: &Geometry, words: usize) -> usize {
+    let full = g.full_tile_words().unwrap_or(TARGET_TILE_WORDS);
+    if g.words() <= full {
         return words;
     }
-    (words * tile_words / TARGET_TILE_WORDS).clamp(words / 4, words)
+    (words * full / TARGET_TILE_WORDS).clamp(words / 4, words)
 }
 
 /// Archive mode's sampling: narrow segments over more rows, for the context coders.
@@ -118,7 +119,7 @@ pub(super) fn choose<T: Word>(
     let sampling = if candidates.greedy {
         ARCHIVE_SAMPLING
     } else {
-        fast_sampling(g, tile)
+        fast_sampling(g)
     };
     // Deep tiles are sampled over their middle rows only (of their first planes), so the
     // sample stays near `sampling.words` however many time steps a tile holds.
