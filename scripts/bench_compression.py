@@ -108,6 +108,7 @@ def workloads(data_dir, quick):
     sma = dict(ntime=16, nbl=28, nchan=512) if quick else dict(ntime=32, nbl=28, nchan=1024)
     out.append(("generated int16 x scale spectra, float32", datasets.scaled_int16_spectra(complex_=False, **sma)))
     out.append(("generated int16 x scale cross-spectra, complex64", datasets.scaled_int16_spectra(**sma)))
+    out.append(("generated int16 x scale cross-spectra, flagged band edges", datasets.scaled_int16_spectra(flagged=True, **sma)))
     out.append(("generated snapshot, 4 pols, flagged channels", datasets.snapshot(nchan=64 if quick else 256)))
     return out
 

@@ -67,14 +67,16 @@ def uvh5_files(data_dir=DATA_DIR):
     return sorted(data_dir.rglob("*.uvh5")) if data_dir.is_dir() else []
 
 
-def scaled_int16_spectra(ntime=32, nbl=28, nchan=1024, complex_=True, seed=2027):
+def scaled_int16_spectra(ntime=32, nbl=28, nchan=1024, complex_=True, flagged=False, seed=2027):
     """Spectrometer output stored as 16-bit integers times a per-spectrum scale, as the SMA
     and other digital spectrometers write it: (time, baseline, channel).
 
     Each spectrum of a MeerKAT-like cube (complex cross-spectra, or their amplitudes when
     `complex_` is false) is scaled so its largest component fills int16, rounded to
     integers, and stored as float32 integer * float32 scale[time, baseline]: floats that
-    carry about 16 bits of information and repeat values.
+    carry about 16 bits of information and repeat values. With `flagged`, the band edges
+    (a twentieth of the channels at each end) and 2% of the spectra are stored as zeros,
+    as flagged data is.
     """
     vis = meerkat_like(ntime=ntime, nchan=nchan, ncorr=nbl, seed=seed).transpose(0, 2, 1)
     values = vis if complex_ else np.abs(vis)
@@ -82,10 +84,16 @@ def scaled_int16_spectra(ntime=32, nbl=28, nchan=1024, complex_=True, seed=2027)
     peak = np.max([np.abs(p).max(axis=-1) for p in parts], axis=0)
     scale = (np.where(peak > 0, peak, 1) / 32767).astype(np.float32)[..., None]
     quantised = [np.round(p / scale).astype(np.int16).astype(np.float32) * scale for p in parts]
-    if not complex_:
-        return np.ascontiguousarray(quantised[0])
-    out = np.empty(vis.shape, dtype=np.complex64)
-    out.real, out.imag = quantised
+    if complex_:
+        out = np.empty(vis.shape, dtype=np.complex64)
+        out.real, out.imag = quantised
+    else:
+        out = np.ascontiguousarray(quantised[0])
+    if flagged:
+        edge = max(1, nchan // 20)
+        out[..., :edge] = 0
+        out[..., -edge:] = 0
+        out[np.random.default_rng(seed).random(out.shape[:-1]) < 0.02] = 0
     return out
 
 

@@ -110,6 +110,22 @@ fn scaled_integer_spectra_are_coded_as_integers() {
     }
 }
 
+#[test]
+fn scaled_spectra_with_flagged_band_edges_are_coded_as_integers() {
+    // The first and last 80 of 256 channels flagged (zero): every group, and every probe
+    // of the chunk, begins with a run of zeros, which are a multiple of any scale.
+    for times in [16, 64] {
+        let shape = [times, 8, 256];
+        let mut data = scaled_spectra(times, 8, 256);
+        for (k, word) in data.chunks_exact_mut(4).enumerate() {
+            if !(80..176).contains(&(k % 256)) {
+                word.fill(0);
+            }
+        }
+        check_scaled_spectra(&shape, &data);
+    }
+}
+
 fn check_scaled_spectra(shape: &[usize], data: &[u8]) {
     for mode in [Mode::Fast, Mode::Archive] {
         let plain = {

@@ -43,7 +43,9 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
     let starts = len / smallest;
     let probed = (0..PROBES).any(|p| {
         let at = starts * p / PROBES * smallest;
-        scale::find_scale(&load(at, at + PROBE_WORDS)).is_some()
+        let end = (starts * (p + 1) / PROBES * smallest).max(at + PROBE_WORDS);
+        probe_words::<T>(&data[at * T::BYTES..end.min(len) * T::BYTES])
+            .is_some_and(|words| scale::find_scale(&words).is_some())
     });
     if !probed {
         return None;
@@ -71,11 +73,75 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
     })
 }
 
+/// The first [`PROBE_WORDS`] words of `data` that are not positive zeros, if it has
+/// that many. Zeros are a multiple of every scale, so they say nothing: flagged data
+/// and fill begin many a group with runs of them, and a probe of zeros alone would
+/// send every such chunk through the whole search.
+fn probe_words<T: Word>(data: &[u8]) -> Option<Vec<T>> {
+    let words: Vec<T> = data
+        .chunks_exact(T::BYTES)
+        .map(T::load)
+        .filter(|w| w.to_u64() != 0)
+        .take(PROBE_WORDS)
+        .collect();
+    (words.len() == PROBE_WORDS).then_some(words)
+}
+
 /// Turns the decoded integers of a chunk of `word_size`-byte words back into floats,
 /// in place.
 pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, scales: &Scales) {
     match word_size {
         4 => scale::dequantise_in_place::<u32>(bytes, scales.group, &scales.scales),
         _ => scale::dequantise_in_place::<u64>(bytes, scales.group, &scales.scales),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_of(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn probes_skip_positive_zeros_and_keep_negative_ones() {
+        let mut values = vec![0.0f32; 40];
+        values.extend((0..20).map(|i| i as f32 + 0.5));
+        values[45] = -0.0;
+        let words = probe_words::<u32>(&bytes_of(&values)).expect("sixteen nonzero words");
+        let expected: Vec<u32> = values[40..]
+            .iter()
+            .map(|v| v.to_bits())
+            .take(PROBE_WORDS)
+            .collect();
+        assert_eq!(words, expected);
+        assert_eq!(words[5], 0x8000_0000);
+        assert_eq!(probe_words::<u32>(&bytes_of(&[0.0; 64])), None);
+        assert_eq!(probe_words::<u32>(&bytes_of(&[1.0; 15])), None);
+    }
+
+    #[test]
+    fn spectra_with_flagged_zero_edges_are_found() {
+        // Sixteen spectra of 256 channels, int16 times a scale per spectrum, whose first
+        // and last 64 channels are flagged (zero): every probe starts in a run of zeros.
+        let shape = [16, 256];
+        let values: Vec<f32> = (0..16 * 256)
+            .map(|k| {
+                let (spectrum, channel) = (k / 256, k % 256);
+                if !(64..192).contains(&channel) {
+                    return 0.0;
+                }
+                let q = ((k * 37) % 2001) as f32 - 1000.0;
+                q * (0.001 + spectrum as f32 * 1e-4)
+            })
+            .collect();
+        let data = bytes_of(&values);
+        let (integers, scales) = scaled_integers::<u32>(&data, &shape).expect("scaled");
+        assert_eq!(scales.group, 256);
+        assert_eq!(scales.scales.len(), 16);
+        let mut back = integers;
+        dequantise_bytes(&mut back, 4, &scales);
+        assert_eq!(back, data);
     }
 }

@@ -140,12 +140,19 @@ fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
 /// full-scale integers; each also as the middle of the interval of scales the words'
 /// rounding allows (see [`refine`]).
 pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
-    // A group has a scale only if its first words do: most groups of other data are
-    // turned down after a look at those.
-    if group.len() > HEAD_WORDS {
+    // A group has a scale only if its first words that are not zero do: most groups of
+    // other data are turned down after a look at those. Zeros are a multiple of every
+    // scale, so they are passed over (flagged channels begin many a spectrum).
+    let head: Vec<T> = group
+        .iter()
+        .copied()
+        .filter(|x| x.to_u64() != 0)
+        .take(HEAD_WORDS)
+        .collect();
+    if group.len() > head.len() {
         // The head's scale, refined over the group (or as it is), is the usual answer:
         // tried before the group's own rungs are built.
-        let head = find_scale(&group[..HEAD_WORDS])?;
+        let head = find_scale(&head)?;
         if let Some(scale) = [refine(group, head), Some(head)]
             .into_iter()
             .flatten()
@@ -179,8 +186,7 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // (climbed through every rung to full precision), then common full-scale ranges.
     // A seed is refined over the whole group only when the first words' rounding admits
     // it: most wrong seeds cost a look at a few dozen words.
-    let head = &group[..group.len().min(HEAD_WORDS)];
-    let admitted = |s: &f64| refine(head, *s).is_some();
+    let admitted = |s: &f64| refine(&head, *s).is_some();
     let climbed = (1..=SMALLEST_MULTIPLES)
         .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
         .filter(admitted)
@@ -196,7 +202,8 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
         .find(|&s| fits(group, s))
 }
 
-/// Words at the start of a group a seed must fit before it is refined over the group.
+/// Words at the start of a group (zeros passed over) a seed must fit before it is
+/// refined over the group.
 const HEAD_WORDS: usize = 64;
 
 /// The rungs a scale is climbed through: the distinct magnitudes of (up to
