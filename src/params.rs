@@ -180,6 +180,7 @@ impl Params {
             } else {
                 Coder::ShuffledLz4
             }),
+            generic_on_repeats: archive,
         }
     }
 

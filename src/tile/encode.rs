@@ -9,6 +9,7 @@ use crate::predict::Predictor;
 use crate::word::Word;
 
 use super::header::{Coding, TILE_HEADER_LEN};
+use super::repeats::repeated_words;
 use super::residuals::{residuals, residuals_into};
 use super::search::{choose, sample_share, Candidates};
 
@@ -32,7 +33,10 @@ pub fn encode_tile_into<T: Word>(
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
             let sample = sample_share(g, GENERIC_SAMPLE);
-            try_generic(coding, generic, chosen, dims, sample, start, out);
+            let on_repeats = candidates.generic_on_repeats;
+            try_generic(
+                coding, generic, on_repeats, chosen, dims, sample, start, out,
+            );
         }
         if candidates.try_alternatives {
             // The patched estimate is exact.
@@ -84,13 +88,21 @@ const GENERIC_SAMPLE: usize = 1 << 13;
 /// than this fraction (in 64ths) of the chosen coding's share.
 const GENERIC_GAIN_64THS: u64 = 56;
 
+/// A tile whose residuals repeat earlier blocks of the tile in at least this fraction
+/// (one in `REPEATS_SHARE`) of its words is tried with the general-purpose coder in
+/// full when that is asked for ([`Candidates::generic_on_repeats`]).
+const REPEATS_SHARE: usize = 32;
+
 /// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) with the
 /// general-purpose coder `generic` when that is smaller: tried in full only when a sample
 /// of `sample` residuals from the middle of the tile codes clearly smaller than its share
-/// of the payload, so tiles it does not help cost one small trial.
+/// of the payload, or (`on_repeats`) when the tile holds long repeats anywhere, which a
+/// sample from its middle may miss; so tiles it does not help cost one small trial.
+#[allow(clippy::too_many_arguments)]
 fn try_generic<T: Word>(
     coding: Coding,
     generic: Coder,
+    on_repeats: bool,
     residuals: &[T],
     dims: Dims,
     sample: usize,
@@ -106,7 +118,9 @@ fn try_generic<T: Word>(
     let at = (n - take) / 2;
     let sample_bits = generic.estimate_bits(&residuals[at..at + take], dims);
     let share_bits = 8 * current * take as u64 / n as u64;
-    if sample_bits * 64 >= share_bits * GENERIC_GAIN_64THS {
+    let sample_gains = sample_bits * 64 < share_bits * GENERIC_GAIN_64THS;
+    let repeats = || on_repeats && repeated_words(residuals) * REPEATS_SHARE >= n;
+    if !sample_gains && !repeats() {
         return;
     }
     let mut alternative = buffers::take(max_payload_len::<T>(n));

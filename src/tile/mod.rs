@@ -8,6 +8,7 @@
 mod decode;
 mod encode;
 mod header;
+mod repeats;
 mod residuals;
 mod scan;
 mod search;

@@ -33,6 +33,9 @@ pub struct Candidates {
     /// beats the chosen coder clearly (no coder requested: shuffled LZ4 in fast mode,
     /// shuffled Zstandard in archive mode).
     pub generic: Option<Coder>,
+    /// Also try the general-purpose coder in full on a tile whose residuals repeat
+    /// earlier blocks of the tile (archive mode: Zstandard's window spans a tile).
+    pub generic_on_repeats: bool,
 }
 
 impl Candidates {

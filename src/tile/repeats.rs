@@ -1,0 +1,116 @@
+//! Long repeats in a tile's residuals: blocks of words that occur earlier in the tile,
+//! which a general-purpose coder's match finder codes almost for free and the context
+//! coders do not see (the cross-hand products XY and YX of an autocorrelation, whose
+//! real parts are equal, land in planes a row apart once the components are split).
+
+use crate::word::Word;
+
+/// Words of the window a repeat is recognised by: shorter repeats are left to the
+/// entropy coders.
+const WINDOW: usize = 64;
+/// Multiplier that spreads a word over the hash (odd, from the golden ratio).
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Anchors are one position in 2^ANCHOR_BITS.
+const ANCHOR_BITS: u32 = 4;
+
+/// About the words of `values` covered by repeats of at least [`WINDOW`] words of
+/// earlier words of `values` (any distance, any alignment). Runs of one value (zeros
+/// and constants, which the context coders code cheaply) are not counted.
+///
+/// One pass with a gear hash (each word's hash shifted one bit per word, so the hash
+/// covers the last [`WINDOW`] words): windows at anchors (positions whose hash has its
+/// top [`ANCHOR_BITS`] bits clear, chosen by content so that a repeat has the anchors
+/// of its original) are looked up in a table of the earlier anchors' hashes; each
+/// anchor found stands for 2^ANCHOR_BITS words. A hash collision can only overcount,
+/// by one anchor per collision.
+pub fn repeated_words<T: Word>(values: &[T]) -> usize {
+    let n = values.len();
+    if n < 2 * WINDOW {
+        return 0;
+    }
+    let slots = (4 * (n >> ANCHOR_BITS)).next_power_of_two().max(64);
+    let index_bits = slots.trailing_zeros();
+    // Open addressing: each slot holds a window's hash (low bit set; 0 is empty) and
+    // the position of the first window with it.
+    let mut hashes = vec![0u64; slots];
+    let mut firsts = vec![0usize; slots];
+    let mut h = 0u64;
+    let mut covered = 0;
+    for (at, &v) in values.iter().enumerate() {
+        h = (h << 1).wrapping_add(v.to_u64().wrapping_add(1).wrapping_mul(MULTIPLIER));
+        if h >> (64 - ANCHOR_BITS) != 0 || at + 1 < WINDOW {
+            continue;
+        }
+        // A run of one value, judged by a few of the window's words.
+        let start = at + 1 - WINDOW;
+        if [start, at - 31, at - 7, at - 1]
+            .iter()
+            .all(|&i| values[i] == v)
+        {
+            continue;
+        }
+        let key = h | 1;
+        let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
+        while hashes[s] != 0 && hashes[s] != key {
+            s = (s + 1) & (slots - 1);
+        }
+        if hashes[s] == 0 {
+            hashes[s] = key;
+            firsts[s] = at;
+        } else if firsts[s] + WINDOW <= at {
+            covered += 1 << ANCHOR_BITS;
+        }
+    }
+    covered.min(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(n: usize, seed: u64) -> Vec<u32> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn noise_has_no_repeats() {
+        assert_eq!(repeated_words(&noise(100_000, 7)), 0);
+    }
+
+    #[test]
+    fn a_copied_row_is_found_at_any_distance_and_alignment() {
+        for (row, offset) in [(1536, 0), (1000, 3), (777, 5)] {
+            let mut values = noise(4 * row, 11);
+            let copy: Vec<u32> = values[offset..offset + row].to_vec();
+            values[2 * row + offset..3 * row + offset].copy_from_slice(&copy);
+            let covered = repeated_words(&values);
+            // Anchors fall about one in 16 words: the count is near the copy's length.
+            assert!(
+                covered >= row / 2 && covered <= 3 * row / 2,
+                "row {row}: {covered}"
+            );
+        }
+    }
+
+    #[test]
+    fn runs_of_one_value_do_not_count() {
+        let mut values = noise(10_000, 3);
+        values[2000..6000].fill(0);
+        values[7000..9000].fill(42);
+        assert_eq!(repeated_words(&values), 0);
+    }
+
+    #[test]
+    fn short_inputs_have_none() {
+        assert_eq!(repeated_words(&[1u32; 127]), 0);
+        assert_eq!(repeated_words::<u64>(&[]), 0);
+    }
+}
