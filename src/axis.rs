@@ -1,5 +1,6 @@
 //! Which axis of a chunk its series run along: the caller's time axis is a hint, and
-//! the encoder predicts along whichever axis a sample says predicts best.
+//! the encoder predicts along whichever axis a sample says predicts best; and which
+//! axis after it gives each word its spatial neighbour (see [`choose_spatial`]).
 //!
 //! A chunk of one time step (a writer appending one dump per chunk) has nothing to
 //! predict along time, but its neighbouring channels are close; a chunk laid out
@@ -8,12 +9,16 @@
 
 use std::ops::Range;
 
-use crate::layout::checked_product;
+use crate::layout::{checked_product, Spatial};
 use crate::predict::residual::ResidualMap;
 use crate::word::Word;
 
 /// Words sampled per candidate axis: runs of [`RUN`] words spread over the chunk.
 const SAMPLE_WORDS: usize = 1 << 13;
+/// Words sampled per candidate axis are at most one in this many of the chunk's.
+const AXIS_SAMPLE_SHARE: usize = 8;
+/// Fewest runs a sample spreads over.
+const MIN_RUNS: usize = 4;
 /// Length of one contiguous sample run.
 const RUN: usize = 256;
 /// An alternative axis must beat the caller's by this factor (in estimated bits, as
@@ -30,32 +35,219 @@ pub struct Axis {
     pub lag: usize,
 }
 
-/// The axis to code `data` (words of `T`, shape `shape`) along: `hint` unless another
-/// of the element axes `axes` (never a component axis) with more than one element is
-/// estimated clearly cheaper with the previous-sample predictor and `map`.
+/// The axis to code `data` (words of `T`, shape `shape`, elements of `components`
+/// words) along and the spatial neighbour to code it with: `hint` unless another of the
+/// element axes `axes` (never a component axis) with more than one element is
+/// estimated clearly cheaper with the previous-sample predictor and `map`; the
+/// neighbour along the innermost element axis after it ([`Spatial::of_shape`]) unless
+/// another element axis after it is estimated clearly cheaper.
+///
+/// The neighbour predicts the first row of each plane (and, with Lorenzo, every row)
+/// and gives the archive coders' contexts their `left`. The innermost axis of a
+/// visibility chunk is often its polarisation, whose products differ by orders of
+/// magnitude, where the neighbouring channel of the same product is close; and a chunk
+/// of two time steps is coded best along time with its first row predicted along
+/// frequency, which the estimate of each axis counts.
 pub fn choose<T: Word>(
     data: &[u8],
     shape: &[usize],
     axes: Range<usize>,
     hint: Axis,
+    components: usize,
     map: ResidualMap,
-) -> Axis {
+) -> (Axis, Spatial) {
     let words = data.len() / T::BYTES;
-    if words < 2 * RUN {
-        return hint;
+    let axis = if words < 2 * RUN {
+        hint
+    } else {
+        let candidates = axes
+            .clone()
+            .filter(|&k| k != hint.time_axis && shape[k] > 1)
+            .map(|time_axis| Axis { time_axis, lag: 0 });
+        let sample = Sample::<T>::new(data, map, SAMPLE_WORDS, AXIS_SAMPLE_SHARE);
+        let hint_bits = sample.previous_bits(shape, hint);
+        let mut best = (margin(hint_bits), hint);
+        for axis in candidates {
+            let bits = sample.previous_bits(shape, axis);
+            if bits < best.0 {
+                best = (bits, axis);
+            }
+        }
+        best.1
+    };
+    let default = Spatial::of_shape(shape, axis.time_axis, components);
+    if words < 2 * RUN || default.stride == 0 {
+        return (axis, default);
     }
-    let candidates = axes
-        .filter(|&k| k != hint.time_axis && shape[k] > 1)
-        .map(|time_axis| Axis { time_axis, lag: 0 });
-    let hint_bits = estimate::<T>(data, shape, hint, map);
-    let mut best = (hint_bits.saturating_mul(MARGIN_64THS) / 64, hint);
-    for axis in candidates {
-        let bits = estimate::<T>(data, shape, axis, map);
+    let sample = Sample::<T>::new(data, map, SPATIAL_SAMPLE_WORDS, SPATIAL_SAMPLE_SHARE);
+    let default_bits = sample.estimate(shape, axis, default);
+    let mut best = (margin(default_bits), default);
+    let alternatives = axes
+        .filter(|&k| k > axis.time_axis && shape[k] > 1)
+        .map(|k| Spatial::along(shape, k))
+        .filter(|s| *s != default && s.stride <= MAX_SPATIAL_STRIDE);
+    for spatial in alternatives {
+        let bits = sample.estimate(shape, axis, spatial);
         if bits < best.0 {
-            best = (bits, axis);
+            best = (bits, spatial);
         }
     }
-    best.1
+    (axis, best.1)
+}
+
+/// Words sampled per candidate spatial neighbour, at most ...
+const SPATIAL_SAMPLE_WORDS: usize = 1 << 11;
+/// ... and at most one word in this many of the chunk: small chunks, which code fast,
+/// are not to spend a large part of their time choosing.
+const SPATIAL_SAMPLE_SHARE: usize = 32;
+
+/// Farthest spatial neighbour (in words) the encoder chooses instead of the innermost
+/// axis's: the coding search samples column segments of 32 words in fast mode, which
+/// must reach a word's neighbour to see what it predicts.
+const MAX_SPATIAL_STRIDE: usize = 16;
+
+/// An alternative's estimate must be below this to be taken over `bits`' (see
+/// [`MARGIN_64THS`]).
+fn margin(bits: u64) -> u64 {
+    bits.saturating_mul(MARGIN_64THS) / 64
+}
+
+/// The words a chunk's estimates look at: runs of [`RUN`] words spread over it, mapped
+/// to integers, with the words `before` each run that predictions reach back to.
+struct Sample<'a, T: Word> {
+    data: &'a [u8],
+    map: ResidualMap,
+    words: usize,
+    runs: usize,
+    _word: std::marker::PhantomData<T>,
+}
+
+impl<'a, T: Word> Sample<'a, T> {
+    /// About `most` words of `data` in runs, at most one in `share` of them but at least
+    /// [`MIN_RUNS`] runs (all of a chunk of fewer), so that a small chunk's sample still
+    /// spans its rows.
+    fn new(data: &'a [u8], map: ResidualMap, most: usize, share: usize) -> Self {
+        let words = data.len() / T::BYTES;
+        Sample {
+            data,
+            map,
+            words,
+            runs: (most / RUN)
+                .min(words / share / RUN)
+                .max(MIN_RUNS.min(words / RUN))
+                .max(1),
+            _word: std::marker::PhantomData,
+        }
+    }
+
+    /// The mapped integer of word `i`.
+    #[inline(always)]
+    fn int(&self, i: usize) -> T {
+        self.map.to_int(T::load(&self.data[i * T::BYTES..]))
+    }
+
+    /// Bits of the residual of `m` against prediction `p`.
+    #[inline(always)]
+    fn bits(&self, m: T, p: T) -> u64 {
+        u64::from(self.map.residual(m, p).bit_length())
+    }
+
+    /// Words between samples of a series along `axis` and words per plane.
+    fn lag_and_plane(&self, shape: &[usize], axis: Axis) -> (usize, usize) {
+        let after = checked_product(&shape[axis.time_axis + 1..]).unwrap_or(usize::MAX);
+        let lag = if axis.lag == 0 {
+            after.max(1)
+        } else {
+            axis.lag
+        };
+        let plane_len = checked_product(&shape[axis.time_axis..])
+            .unwrap_or(self.words)
+            .max(1);
+        (lag, plane_len)
+    }
+
+    /// The first word of each run.
+    fn run_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.runs).map(|r| (self.words - RUN) * r / (self.runs - 1).max(1))
+    }
+
+    /// Estimated bits of the sampled residuals of the previous-sample predictor along
+    /// `axis` (words with no earlier sample in their plane count as they are).
+    fn previous_bits(&self, shape: &[usize], axis: Axis) -> u64 {
+        let (lag, plane_len) = self.lag_and_plane(shape, axis);
+        let mut bits = 0u64;
+        for start in self.run_starts() {
+            let mut in_plane = start % plane_len;
+            for i in start..start + RUN {
+                let prediction = if in_plane >= lag {
+                    self.int(i - lag)
+                } else {
+                    self.map.to_int(T::default())
+                };
+                bits += self.bits(self.int(i), prediction);
+                in_plane += 1;
+                if in_plane == plane_len {
+                    in_plane = 0;
+                }
+            }
+        }
+        bits
+    }
+
+    /// Estimated bits per 2^16 words of coding the chunk (shape `shape`) along `axis`
+    /// with the spatial neighbour `spatial`: a plane's first row predicted from the
+    /// neighbour (words with none, or all words when there is no neighbour, count as
+    /// they are), the other rows by the cheaper of the previous sample alone and
+    /// Lorenzo's sum of it and the neighbour's difference, each weighted by its share of
+    /// the rows.
+    fn estimate(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
+        let (lag, plane_len) = self.lag_and_plane(shape, axis);
+        let rows = plane_len.div_ceil(lag).max(1) as u64;
+        let int = |i: usize| self.int(i);
+        let bits = |m: T, p: T| self.bits(m, p);
+        let (mut head, mut time, mut lorenzo, mut later) = (0u64, 0u64, 0u64, 0u64);
+        let run = spatial.run.max(1);
+        for start in self.run_starts() {
+            // Positions in the spatial run and in the plane, kept without a division
+            // per word.
+            let (mut in_run, mut in_plane) = (start % run, start % plane_len);
+            for i in start..start + RUN {
+                let m = int(i);
+                let neighbour = spatial.stride > 0 && in_run >= spatial.stride;
+                let left = if neighbour {
+                    int(i - spatial.stride)
+                } else {
+                    T::default()
+                };
+                head += bits(m, left);
+                if in_plane >= lag {
+                    let up = int(i - lag);
+                    time += bits(m, up);
+                    // (With a lag that is not a multiple of the run, the word a
+                    // neighbour's length back may lie before the chunk.)
+                    match (i - lag).checked_sub(spatial.stride) {
+                        Some(back) if neighbour => {
+                            let p = up.wrapping_add(left).wrapping_sub(int(back));
+                            lorenzo += bits(m, p);
+                        }
+                        _ => lorenzo += bits(m, up),
+                    }
+                    later += 1;
+                }
+                in_run += 1;
+                if in_run == run {
+                    in_run = 0;
+                }
+                in_plane += 1;
+                if in_plane == plane_len {
+                    in_plane = 0;
+                }
+            }
+        }
+        let per_word = |b: u64, n: u64| (b << 16) / n.max(1);
+        let sampled = (self.runs * RUN) as u64;
+        per_word(head, sampled) / rows + per_word(time.min(lorenzo), later) * (rows - 1) / rows
+    }
 }
 
 /// The axes of a chunk of rank `rank` that series may run along: all but a trailing
@@ -63,36 +255,6 @@ pub fn choose<T: Word>(
 /// axis of a [`planar`](crate::planar) chunk's coded array, which holds its components.
 pub fn element_axes(rank: usize, components: usize, planar: bool) -> Range<usize> {
     usize::from(planar)..rank - usize::from(components > 1)
-}
-
-/// Estimated bits of the sampled residuals of the previous-sample predictor along
-/// `axis` (words with no earlier sample in their plane count as they are).
-fn estimate<T: Word>(data: &[u8], shape: &[usize], axis: Axis, map: ResidualMap) -> u64 {
-    let words = data.len() / T::BYTES;
-    let after = checked_product(&shape[axis.time_axis + 1..]).unwrap_or(usize::MAX);
-    let lag = if axis.lag == 0 {
-        after.max(1)
-    } else {
-        axis.lag
-    };
-    let plane_len = checked_product(&shape[axis.time_axis..]).unwrap_or(words);
-    let runs = (SAMPLE_WORDS / RUN).min(words / RUN).max(1);
-    let word = |i: usize| T::load(&data[i * T::BYTES..]);
-    let mut bits = 0u64;
-    for r in 0..runs {
-        let start = (words - RUN) * r / (runs - 1).max(1);
-        for i in start..start + RUN {
-            let x = word(i);
-            let prediction = if i % plane_len.max(1) >= lag {
-                word(i - lag)
-            } else {
-                T::default()
-            };
-            let residual = map.residual(map.to_int(x), map.to_int(prediction));
-            bits += u64::from(residual.bit_length());
-        }
-    }
-    bits
 }
 
 #[cfg(test)]
@@ -114,14 +276,16 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(
+        let (chosen, spatial) = choose::<u32>(
             &data,
             &[1, 2048, 4],
             0..3,
             hint,
+            1,
             ResidualMap::RotateSubtract,
         );
         assert_eq!(chosen.time_axis, 1);
+        assert_eq!(spatial, Spatial { stride: 1, run: 4 });
     }
 
     #[test]
@@ -134,8 +298,22 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(&data, &[64, 256], 0..2, hint, ResidualMap::RotateSubtract);
+        let (chosen, spatial) = choose::<u32>(
+            &data,
+            &[64, 256],
+            0..2,
+            hint,
+            1,
+            ResidualMap::RotateSubtract,
+        );
         assert_eq!(chosen, hint);
+        assert_eq!(
+            spatial,
+            Spatial {
+                stride: 1,
+                run: 256
+            }
+        );
     }
 
     #[test]
@@ -148,14 +326,19 @@ mod tests {
             time_axis: 0,
             lag: 0,
         };
-        let chosen = choose::<u32>(
+        let (chosen, spatial) = choose::<u32>(
             &data,
             &[1, 2048, 2],
             element_axes(3, 2, false),
             hint,
+            2,
             ResidualMap::RotateSubtract,
         );
         assert_ne!(chosen.time_axis, 2);
+        assert_ne!(
+            spatial.stride, 1,
+            "a component is never a spatial neighbour"
+        );
         // The same words as planes, (2, 1, 2048): the leading axis is the components'.
         let planes = crate::planar::split(&data, 4, 2);
         let hint = Axis {
@@ -163,13 +346,58 @@ mod tests {
             lag: 0,
         };
         let axes = element_axes(3, 1, true);
-        let chosen = choose::<u32>(
+        let (chosen, _) = choose::<u32>(
             &planes,
             &[2, 1, 2048],
             axes,
             hint,
+            1,
             ResidualMap::RotateSubtract,
         );
         assert_ne!(chosen.time_axis, 0);
+    }
+
+    #[test]
+    fn spatial_neighbours_are_chosen_by_what_they_predict() {
+        // (time 4, channel 256, product 4): products of unrelated levels, each smooth
+        // along channels and slowly drifting along time.
+        let level = [1e4f32, 3.0, -50.0, 7e3];
+        let data = f32_bytes((0..4 * 256 * 4).map(|i| {
+            let (t, ch, p) = (i / 1024, i / 4 % 256, i % 4);
+            let fixed = ((i % 1024) as u32).wrapping_mul(2_654_435_761) >> 8;
+            let ripple = 1e-3 * fixed as f32 / (1 << 24) as f32;
+            level[p] * (1.0 + 0.2 * (ch as f32 * 0.3).sin() + ripple + t as f32 * 1e-5)
+        }));
+        let hint = Axis {
+            time_axis: 0,
+            lag: 0,
+        };
+        let map = ResidualMap::RotateSubtract;
+        let (axis, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map);
+        assert_eq!(
+            (axis, spatial),
+            (
+                hint,
+                Spatial {
+                    stride: 4,
+                    run: 1024
+                }
+            )
+        );
+        // Products alike, channels unrelated: the innermost axis stays.
+        let data = f32_bytes((0..4 * 256 * 4).map(|i| {
+            let (t, ch) = (i / 1024, i / 4 % 256);
+            let level = (ch as u32).wrapping_mul(2_654_435_761) as f32 * 1e-3;
+            level * (1.0 + t as f32 * 1e-3) + (i % 4) as f32 * 1e-3
+        }));
+        let (_, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map);
+        assert_ne!(spatial.stride, 4, "not along channels");
+        // Neighbours farther than the coding search's sample reaches are not taken.
+        let wide = f32_bytes((0..4 * 64 * 32).map(|i| {
+            let (ch, p) = (i / 32 % 64, i % 32);
+            (p as f32 * 1e3 + 1.0) * (1.0 + 0.2 * (ch as f32 * 0.03).sin())
+        }));
+        let (_, spatial) = choose::<u32>(&wide, &[4, 64, 32], 0..3, hint, 1, map);
+        assert_eq!(spatial, Spatial { stride: 1, run: 32 });
     }
 }

@@ -393,12 +393,11 @@ impl Plan {
         narrowed: bool,
         planar: bool,
     ) -> Result<Plan> {
-        let axis = choose_axis(data, shape, params, planar);
+        let (axis, spatial) = choose_axis(data, shape, params, planar);
         let mut geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
         if params.mode == Mode::Fast {
             geometry = geometry.retiled(layout::fast_tile_target(geometry.words(), geometry.lag));
         }
-        let spatial = Spatial::of_shape(shape, axis.time_axis, params.components);
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {
             mode: params.mode.id(),
@@ -590,25 +589,32 @@ impl Plan {
     }
 }
 
-/// The axis the chunk's series run along: the caller's time axis and lag, unless a
-/// sample shows another axis predicts clearly better (see [`axis::choose`]).
-fn choose_axis(data: &[u8], shape: &[usize], params: &Params, planar: bool) -> Axis {
+/// The axis the chunk's series run along and its spatial neighbour: the caller's time
+/// axis and lag and the innermost element axis, unless a sample shows others predict
+/// clearly better (see [`axis::choose`]).
+fn choose_axis(data: &[u8], shape: &[usize], params: &Params, planar: bool) -> (Axis, Spatial) {
     let hint = Axis {
         time_axis: params.time_axis,
         lag: params.lag,
     };
-    let map = params.residual_map.unwrap_or(match params.element {
+    let map = default_map(params);
+    let axes = axis::element_axes(shape.len(), params.components, planar);
+    let c = params.components;
+    match params.word_size {
+        1 => axis::choose::<u8>(data, shape, axes, hint, c, map),
+        2 => axis::choose::<u16>(data, shape, axes, hint, c, map),
+        4 => axis::choose::<u32>(data, shape, axes, hint, c, map),
+        _ => axis::choose::<u64>(data, shape, axes, hint, c, map),
+    }
+}
+
+/// The residual map the axis estimates use: the requested one, else the element kind's.
+fn default_map(params: &Params) -> ResidualMap {
+    params.residual_map.unwrap_or(match params.element {
         ElementKind::Float => ResidualMap::RotateSubtract,
         ElementKind::Integer => ResidualMap::Subtract,
         ElementKind::Other => ResidualMap::Xor,
-    });
-    let axes = axis::element_axes(shape.len(), params.components, planar);
-    match params.word_size {
-        1 => axis::choose::<u8>(data, shape, axes, hint, map),
-        2 => axis::choose::<u16>(data, shape, axes, hint, map),
-        4 => axis::choose::<u32>(data, shape, axes, hint, map),
-        _ => axis::choose::<u64>(data, shape, axes, hint, map),
-    }
+    })
 }
 
 /// Hands a buffer [`compress`] returned back for reuse by later calls, once its bytes

@@ -87,10 +87,16 @@ impl Spatial {
         if inner <= time_axis || shape[inner] == 0 {
             return Spatial::default();
         }
-        let stride: usize = shape[inner + 1..].iter().product();
+        Spatial::along(shape, inner)
+    }
+
+    /// The neighbour one index back along axis `axis` of `shape` (words): `stride` the
+    /// words per index of that axis, runs of the axis's whole length.
+    pub fn along(shape: &[usize], axis: usize) -> Spatial {
+        let stride: usize = shape[axis + 1..].iter().product();
         Spatial {
             stride,
-            run: shape[inner] * stride,
+            run: shape[axis] * stride,
         }
     }
 }

@@ -213,3 +213,69 @@ fn the_encoder_tiles_by_the_documented_rule() {
         );
     }
 }
+
+/// Complex64 words of a chunk of `times` time steps, 64 channels and 4 polarisation
+/// products whose magnitudes differ a thousandfold (parallel hands near 1e4, cross-hands
+/// near 10), each smooth along frequency with a fixed ripple, drifting slowly along time.
+fn polarisations(times: usize) -> Vec<u8> {
+    let scale = [1e4f32, -10.0, 10.0, 7e3];
+    let mut out = Vec::new();
+    for t in 0..times {
+        for ch in 0..64 {
+            for (p, s) in scale.iter().enumerate() {
+                for c in 0..2 {
+                    let smooth = 1.0 + 0.3 * (ch as f32 * 0.2 + (p + c) as f32).sin();
+                    let hash = ((ch * 131 + p * 17 + c) as u32).wrapping_mul(2_654_435_761);
+                    let ripple = (hash >> 8) as f32 / (1 << 24) as f32 * 1e-3;
+                    let drift = t as f32 * 1e-5;
+                    out.extend_from_slice(&(s * (smooth + ripple + drift)).to_le_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn few_time_steps_take_the_neighbouring_channel_as_spatial_neighbour() {
+    // Along the innermost element axis (polarisation) a word's neighbour is a thousand
+    // times larger or smaller; the neighbouring channel of the same product is close.
+    // With 4 rows, the first row (predicted from the neighbour) weighs a quarter.
+    let shape = [4usize, 64, 4, 2];
+    let data = polarisations(4);
+    for mode in [Mode::Fast, Mode::Archive] {
+        let params = Params {
+            mode,
+            components: 2,
+            threads: 1,
+            ..Params::new(4, &shape)
+        };
+        let chunk = compress(&data, &params).unwrap();
+        let f = fields(&chunk);
+        assert_eq!(
+            f.spatial,
+            [8, 512],
+            "{mode:?}: a channel (4 x 2 words) back, runs of 64 channels"
+        );
+        assert_eq!(karoo::decompress(&chunk).unwrap(), data, "{mode:?}");
+    }
+    // Elements of one product only: the innermost axis is the channels' already.
+    let one = [4usize, 64, 1, 2];
+    let data: Vec<u8> = polarisations(4)
+        .chunks(8)
+        .step_by(4)
+        .flatten()
+        .copied()
+        .collect();
+    let chunk = compress(
+        &data,
+        &Params {
+            components: 2,
+            threads: 1,
+            ..Params::new(4, &one)
+        },
+    )
+    .unwrap();
+    assert_eq!(fields(&chunk).spatial, [2, 128]);
+    assert_eq!(karoo::decompress(&chunk).unwrap(), data);
+}

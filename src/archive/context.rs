@@ -37,34 +37,41 @@ pub struct ContextConfig {
 pub const CONFIG_LEN: usize = 4;
 
 impl ContextConfig {
-    /// The context layout for `classes` (bit lengths of a tile's residuals): more
-    /// contexts for more residuals, the classes centred on the median nonzero bit
-    /// length; `token_bits` 1.
-    fn layout(classes: &[u8]) -> ContextConfig {
-        let (buckets, split) = match classes.len() {
-            0..2048 => (1, 1),
-            2048..16384 => (6, 1),
-            _ => (16, 3),
-        };
-        let mut hist = [0usize; 65];
-        for &c in classes {
-            hist[usize::from(c)] += 1;
-        }
-        let nonzero: usize = hist[1..].iter().sum();
-        let mut seen = 0;
-        let median = (1..65)
-            .find(|&c| {
-                seen += hist[c];
-                2 * seen >= nonzero
-            })
-            .unwrap_or(1);
-        let base = median.saturating_sub(usize::from(buckets - 1) / 2).max(1) as u8;
+    /// The layout of `buckets` classes of `up` (each refined by the sign of `left - up`
+    /// when `split` is 3) centred on `median`, the median nonzero bit length of a
+    /// tile's residuals; `token_bits` 1.
+    fn centred(median: u8, buckets: u8, split: u8) -> ContextConfig {
+        let base = median.saturating_sub((buckets - 1) / 2).max(1);
         ContextConfig {
             buckets,
             split,
             base,
             token_bits: 1,
         }
+    }
+
+    /// The fixed layout for `n` residuals whose median nonzero bit length is `median`:
+    /// more contexts for more residuals. Estimates use it; the encoder chooses among
+    /// [`LAYOUTS`] instead.
+    fn by_count(n: usize, median: u8) -> ContextConfig {
+        let (buckets, split) = match n {
+            0..2048 => (1, 1),
+            2048..16384 => (6, 1),
+            _ => (16, 3),
+        };
+        ContextConfig::centred(median, buckets, split)
+    }
+
+    /// Context of a residual whose neighbourhood (see [`neighbourhoods`]) is `nb`.
+    #[inline(always)]
+    fn context_of_neighbourhood(self, nb: u8) -> usize {
+        let (up, refine) = (nb / 3, nb % 3);
+        let left = match refine {
+            0 => up - 1,
+            1 => up,
+            _ => up + 1,
+        };
+        self.context(up, left)
     }
 
     /// Number of contexts.
@@ -207,11 +214,13 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model of `values` laid out as `dims` says, with the token width (1 or 2
-    /// bits below the leading one) that gives the smaller estimated size.
+    /// The model of `values` laid out as `dims` says, with the fixed layout for their
+    /// count ([`ContextConfig::by_count`]) and the token width (1 or 2 bits below the
+    /// leading one) that gives the smaller estimated size: what the coding search
+    /// estimates with.
     pub fn build<T: Word>(values: &[T], dims: Dims) -> Model {
         let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
-        let layout = ContextConfig::layout(&classes);
+        let layout = ContextConfig::by_count(classes.len(), median_nonzero(&classes));
         let contexts = contexts(&classes, dims, layout);
         let mut best: Option<Model> = None;
         for token_bits in [1, 2] {
@@ -219,22 +228,18 @@ impl Model {
                 token_bits,
                 ..layout
             };
-            let tokens: Vec<u8> = values
-                .iter()
-                .zip(&classes)
-                .map(|(v, &c)| cfg.token(v.to_u64(), c))
-                .collect();
+            let tokens = tokens(values, &classes, cfg);
             let alphabet = cfg.alphabet::<T>();
             let mut counts = vec![0u32; cfg.contexts() * alphabet];
             for (&t, &x) in tokens.iter().zip(&contexts) {
                 counts[usize::from(x) * alphabet + usize::from(t)] += 1;
             }
-            let raw: u64 = classes.iter().map(|&c| u64::from(cfg.raw_bits(c))).sum();
-            let estimated_bits = raw + entropy_and_table_bits(&counts, alphabet);
-            let better = best
+            let estimated_bits =
+                raw_bits(&classes, cfg) + entropy_and_table_bits(&counts, alphabet);
+            if best
                 .as_ref()
-                .is_none_or(|b| estimated_bits < b.estimated_bits);
-            if better {
+                .is_none_or(|b| estimated_bits < b.estimated_bits)
+            {
                 best = Some(Model {
                     cfg,
                     classes: Vec::new(),
@@ -250,13 +255,87 @@ impl Model {
         model.contexts = contexts;
         model
     }
+
+    /// The model of `values` laid out as `dims` says with the layout of [`LAYOUTS`] and
+    /// the token width that give the smallest estimated size, tables included: a tile
+    /// of a few thousand residuals cannot pay for 48 tables, one of a million gains
+    /// from them.
+    pub fn build_best<T: Word>(values: &[T], dims: Dims) -> Model {
+        let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
+        let median = median_nonzero(&classes);
+        let nbs = neighbourhoods(&classes, dims);
+        let mut used = [false; NEIGHBOURHOODS];
+        for &nb in &nbs {
+            used[usize::from(nb)] = true;
+        }
+        let used: Vec<u8> = (0..NEIGHBOURHOODS as u8)
+            .filter(|&nb| used[usize::from(nb)])
+            .collect();
+        let mut best: Option<(Model, [u8; NEIGHBOURHOODS])> = None;
+        for token_bits in [1, 2] {
+            let cfg1 = ContextConfig {
+                token_bits,
+                ..ContextConfig::centred(median, 1, 1)
+            };
+            let alphabet = cfg1.alphabet::<T>();
+            let tokens = tokens(values, &classes, cfg1);
+            let mut fine = vec![0u32; NEIGHBOURHOODS * alphabet];
+            for (&t, &nb) in tokens.iter().zip(&nbs) {
+                fine[usize::from(nb) * alphabet + usize::from(t)] += 1;
+            }
+            let raw = raw_bits(&classes, cfg1);
+            let mut tokens = Some(tokens);
+            for &(buckets, split) in &LAYOUTS {
+                let cfg = ContextConfig {
+                    token_bits,
+                    ..ContextConfig::centred(median, buckets, split)
+                };
+                let mut map = [0u8; NEIGHBOURHOODS];
+                let mut counts = vec![0u32; cfg.contexts() * alphabet];
+                for &nb in &used {
+                    let x = cfg.context_of_neighbourhood(nb);
+                    map[usize::from(nb)] = x as u8;
+                    let from = &fine[usize::from(nb) * alphabet..][..alphabet];
+                    let to = &mut counts[x * alphabet..][..alphabet];
+                    for (a, &b) in to.iter_mut().zip(from) {
+                        *a += b;
+                    }
+                }
+                let estimated_bits = raw + entropy_and_table_bits(&counts, alphabet);
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| estimated_bits < b.estimated_bits)
+                {
+                    let tokens = match tokens.take() {
+                        Some(t) => t,
+                        None => best.take().expect("tokens are kept by the best").0.tokens,
+                    };
+                    best = Some((
+                        Model {
+                            cfg,
+                            classes: Vec::new(),
+                            contexts: Vec::new(),
+                            tokens,
+                            counts,
+                            estimated_bits,
+                        },
+                        map,
+                    ));
+                }
+            }
+        }
+        let (mut model, map) = best.expect("at least one layout");
+        model.contexts = nbs.iter().map(|&nb| map[usize::from(nb)]).collect();
+        model.classes = classes;
+        model
+    }
 }
 
 impl Model {
-    /// Builds the model of `values` and writes its configuration to `out`: the start of
-    /// every archive coder's coding.
+    /// Builds the model of `values` with the best layout ([`Model::build_best`]) and
+    /// writes its configuration to `out`: the start of every archive coder's coding.
     pub fn build_and_write<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) -> Model {
-        let model = Model::build(values, dims);
+        let model = Model::build_best(values, dims);
         model.cfg.write(out);
         model
     }
@@ -267,24 +346,88 @@ impl Model {
     }
 }
 
-/// Empirical entropy of the token counts of each context, plus about what their tables
-/// cost (6 bits per present token and 17 per used context, as [`super::context_ans`] stores them).
+/// Empirical entropy of the token counts of each context, plus what their tables cost
+/// as [`super::context_ans`] stores them: a bit for an unused context, else 17 bits and
+/// 6 per token from its first to its last present one.
 fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
     let mut bits = 0.0f64;
     let mut table = 0u64;
     for row in counts.chunks(alphabet) {
-        let total: u32 = row.iter().sum();
-        if total == 0 {
+        let (Some(lo), Some(hi)) = (
+            row.iter().position(|&n| n > 0),
+            row.iter().rposition(|&n| n > 0),
+        ) else {
+            table += 1;
             continue;
-        }
+        };
+        let present = row[lo..=hi].iter().filter(|&&n| n > 0);
+        let total: u32 = present.clone().sum();
         let t = f64::from(total);
-        let present = row.iter().filter(|&&n| n > 0);
-        table += 17 + 6 * present.clone().count() as u64;
+        table += 17 + 6 * (hi - lo + 1) as u64;
         bits += present
             .map(|&n| f64::from(n) * (t / f64::from(n)).log2())
             .sum::<f64>();
     }
     bits as u64 + table
+}
+
+/// The layouts (`buckets`, `split`) the encoder chooses among.
+const LAYOUTS: [(u8, u8); 8] = [
+    (1, 1),
+    (3, 1),
+    (6, 1),
+    (10, 1),
+    (16, 1),
+    (6, 3),
+    (10, 3),
+    (16, 3),
+];
+
+/// Number of neighbourhoods (see [`neighbourhoods`]): 65 bit lengths of `up`, 3 signs.
+const NEIGHBOURHOODS: usize = 65 * 3;
+
+/// The median bit length of the nonzero values of bit lengths `classes` (1 when all
+/// are zero).
+fn median_nonzero(classes: &[u8]) -> u8 {
+    let mut hist = [0usize; 65];
+    for &c in classes {
+        hist[usize::from(c)] += 1;
+    }
+    let nonzero: usize = hist[1..].iter().sum();
+    let mut seen = 0;
+    (1..65)
+        .find(|&c| {
+            seen += hist[c];
+            2 * seen >= nonzero
+        })
+        .unwrap_or(1) as u8
+}
+
+/// The token of each of `values` (bit lengths `classes`) under `cfg`.
+fn tokens<T: Word>(values: &[T], classes: &[u8], cfg: ContextConfig) -> Vec<u8> {
+    values
+        .iter()
+        .zip(classes)
+        .map(|(v, &c)| cfg.token(v.to_u64(), c))
+        .collect()
+}
+
+/// Raw bits of values of bit lengths `classes` under `cfg`.
+fn raw_bits(classes: &[u8], cfg: ContextConfig) -> u64 {
+    classes.iter().map(|&c| u64::from(cfg.raw_bits(c))).sum()
+}
+
+/// What every layout's context of each value is a function of: `3 up + 1 + sign(left - up)`
+/// with `up` and `left` as in [`contexts`].
+fn neighbourhoods(classes: &[u8], dims: Dims) -> Vec<u8> {
+    let (width, step) = (dims.width.max(1), dims.left.max(1));
+    (0..classes.len())
+        .map(|i| {
+            let left = if i >= step { classes[i - step] } else { 0 };
+            let up = if i >= width { classes[i - width] } else { left };
+            3 * up + 1 + u8::from(left > up) - u8::from(left < up)
+        })
+        .collect()
 }
 
 /// Context of each value (see the module documentation).
@@ -347,5 +490,33 @@ mod tests {
             (two.token(7, 3), two.token(8, 4), two.token(15, 4)),
             (7, 8, 11)
         );
+    }
+
+    #[test]
+    fn the_layout_is_chosen_with_what_its_tables_cost() {
+        // 20 000 residuals whose bit lengths owe nothing to their neighbours': the layout
+        // by count has 48 contexts, whose tables cost more than they save.
+        let hash = |i: u32| i.wrapping_mul(2_654_435_761);
+        let values: Vec<u32> = (0..20_000u32)
+            .map(|i| hash(i) >> (8 + hash(i ^ 0x5555) % 13))
+            .collect();
+        let dims = Dims {
+            width: 100,
+            left: 1,
+        };
+        let fixed = Model::build(&values, dims);
+        let best = Model::build_best(&values, dims);
+        assert_eq!(fixed.cfg.contexts(), 48);
+        assert!(best.cfg.contexts() < 48, "{:?}", best.cfg);
+        assert!(best.estimated_bits < fixed.estimated_bits);
+        // Every value's context is the one decoders derive from its neighbours.
+        assert_eq!(best.contexts, contexts(&best.classes, dims, best.cfg));
+        // Residuals whose bit lengths follow their neighbours' keep many contexts.
+        let values: Vec<u32> = (0..20_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) >> (8 + (i / 100 + i % 100 / 10) % 20))
+            .collect();
+        let best = Model::build_best(&values, dims);
+        assert!(best.cfg.contexts() > 3, "{:?}", best.cfg);
+        assert_eq!(best.contexts, contexts(&best.classes, dims, best.cfg));
     }
 }

@@ -107,12 +107,14 @@ pub fn assert_random_bytes_never_panic(coder: Coder) {
     }
 }
 
-/// (coded bytes, estimated bytes) of 100,000 geometric-like 18-bit values in rows of 500.
+/// (coded bytes, estimated bytes) of 100,000 geometric-like 18-bit values in rows of 500:
+/// the estimate of the model the coders build (its layout chosen by estimate).
 pub fn size_and_estimate(coder: Coder) -> (u64, u64) {
     let mut rng = SmallRng::seed_from_u64(5);
     let values: Vec<u32> = laplace(&mut rng, 100_000, 18);
     let out = round_trip(coder, &values, 500);
-    let estimate = crate::archive::context::estimate_bits(&values, dims(500)) / 8;
+    let estimate =
+        crate::archive::context::Model::build_best(&values, dims(500)).estimated_bits / 8;
     (out.len() as u64, estimate)
 }
 
