@@ -45,9 +45,7 @@ pub struct Axis {
 /// The neighbour predicts the first row of each plane (and, with Lorenzo, every row)
 /// and gives the archive coders' contexts their `left`. The innermost axis of a
 /// visibility chunk is often its polarisation, whose products differ by orders of
-/// magnitude, where the neighbouring channel of the same product is close; and a chunk
-/// of two time steps is coded best along time with its first row predicted along
-/// frequency, which the estimate of each axis counts.
+/// magnitude, where the neighbouring channel of the same product is close.
 pub fn choose<T: Word>(
     data: &[u8],
     shape: &[usize],
@@ -57,42 +55,45 @@ pub fn choose<T: Word>(
     map: ResidualMap,
 ) -> (Axis, Spatial) {
     let words = data.len() / T::BYTES;
-    let axis = if words < 2 * RUN {
-        hint
-    } else {
-        let candidates = axes
-            .clone()
-            .filter(|&k| k != hint.time_axis && shape[k] > 1)
-            .map(|time_axis| Axis { time_axis, lag: 0 });
-        let sample = Sample::<T>::new(data, map, SAMPLE_WORDS, AXIS_SAMPLE_SHARE);
-        let hint_bits = sample.previous_bits(shape, hint);
-        let mut best = (margin(hint_bits), hint);
-        for axis in candidates {
-            let bits = sample.previous_bits(shape, axis);
-            if bits < best.0 {
-                best = (bits, axis);
-            }
-        }
-        best.1
-    };
+    if words < 2 * RUN {
+        return (hint, Spatial::of_shape(shape, hint.time_axis, components));
+    }
+    let sample = Sample::<T>::new(data, map, SAMPLE_WORDS, AXIS_SAMPLE_SHARE);
+    let others = axes
+        .clone()
+        .filter(|&k| k != hint.time_axis && shape[k] > 1)
+        .map(|time_axis| Axis { time_axis, lag: 0 });
+    let axis = clearly_cheapest(hint, others, |axis| sample.previous_bits(shape, axis));
     let default = Spatial::of_shape(shape, axis.time_axis, components);
-    if words < 2 * RUN || default.stride == 0 {
+    if default.stride == 0 {
         return (axis, default);
     }
     let sample = Sample::<T>::new(data, map, SPATIAL_SAMPLE_WORDS, SPATIAL_SAMPLE_SHARE);
-    let default_bits = sample.estimate(shape, axis, default);
-    let mut best = (margin(default_bits), default);
-    let alternatives = axes
+    let others = axes
         .filter(|&k| k > axis.time_axis && shape[k] > 1)
         .map(|k| Spatial::along(shape, k))
         .filter(|s| *s != default && s.stride <= MAX_SPATIAL_STRIDE);
-    for spatial in alternatives {
-        let bits = sample.estimate(shape, axis, spatial);
-        if bits < best.0 {
-            best = (bits, spatial);
+    let spatial = clearly_cheapest(default, others, |spatial| {
+        sample.estimate(shape, axis, spatial)
+    });
+    (axis, spatial)
+}
+
+/// `default`, unless one of `others` is estimated (by `bits`) below [`MARGIN_64THS`]/64
+/// of it; then the cheapest such (the first of equals).
+fn clearly_cheapest<C: Copy>(
+    default: C,
+    others: impl Iterator<Item = C>,
+    bits: impl Fn(C) -> u64,
+) -> C {
+    let mut best = (margin(bits(default)), default);
+    for other in others {
+        let estimate = bits(other);
+        if estimate < best.0 {
+            best = (estimate, other);
         }
     }
-    (axis, best.1)
+    best.1
 }
 
 /// Words sampled per candidate spatial neighbour, at most ...
@@ -112,8 +113,8 @@ fn margin(bits: u64) -> u64 {
     bits.saturating_mul(MARGIN_64THS) / 64
 }
 
-/// The words a chunk's estimates look at: runs of [`RUN`] words spread over it, mapped
-/// to integers, with the words `before` each run that predictions reach back to.
+/// The words a chunk's estimates look at: runs of [`RUN`] words spread over it, read as
+/// the integers of `map`.
 struct Sample<'a, T: Word> {
     data: &'a [u8],
     map: ResidualMap,

@@ -271,20 +271,22 @@ impl Model {
         let used: Vec<u8> = (0..NEIGHBOURHOODS as u8)
             .filter(|&nb| used[usize::from(nb)])
             .collect();
+        // The best so far: its model without tokens (those of its width are kept in
+        // `tokens`), and each neighbourhood's context.
         let mut best: Option<(Model, [u8; NEIGHBOURHOODS])> = None;
-        for token_bits in [1, 2] {
+        let mut tokens_of_width = [Vec::new(), Vec::new()];
+        for (token_bits, tokens_kept) in (1..).zip(&mut tokens_of_width) {
             let cfg1 = ContextConfig {
                 token_bits,
                 ..ContextConfig::centred(median, 1, 1)
             };
             let alphabet = cfg1.alphabet::<T>();
-            let tokens = tokens(values, &classes, cfg1);
+            *tokens_kept = tokens(values, &classes, cfg1);
             let mut fine = vec![0u32; NEIGHBOURHOODS * alphabet];
-            for (&t, &nb) in tokens.iter().zip(&nbs) {
+            for (&t, &nb) in tokens_kept.iter().zip(&nbs) {
                 fine[usize::from(nb) * alphabet + usize::from(t)] += 1;
             }
             let raw = raw_bits(&classes, cfg1);
-            let mut tokens = Some(tokens);
             for &(buckets, split) in &LAYOUTS {
                 let cfg = ContextConfig {
                     token_bits,
@@ -306,25 +308,20 @@ impl Model {
                     .as_ref()
                     .is_none_or(|(b, _)| estimated_bits < b.estimated_bits)
                 {
-                    let tokens = match tokens.take() {
-                        Some(t) => t,
-                        None => best.take().expect("tokens are kept by the best").0.tokens,
+                    let model = Model {
+                        cfg,
+                        classes: Vec::new(),
+                        contexts: Vec::new(),
+                        tokens: Vec::new(),
+                        counts,
+                        estimated_bits,
                     };
-                    best = Some((
-                        Model {
-                            cfg,
-                            classes: Vec::new(),
-                            contexts: Vec::new(),
-                            tokens,
-                            counts,
-                            estimated_bits,
-                        },
-                        map,
-                    ));
+                    best = Some((model, map));
                 }
             }
         }
         let (mut model, map) = best.expect("at least one layout");
+        model.tokens = std::mem::take(&mut tokens_of_width[usize::from(model.cfg.token_bits) - 1]);
         model.contexts = nbs.iter().map(|&nb| map[usize::from(nb)]).collect();
         model.classes = classes;
         model
@@ -417,28 +414,30 @@ fn raw_bits(classes: &[u8], cfg: ContextConfig) -> u64 {
     classes.iter().map(|&c| u64::from(cfg.raw_bits(c))).sum()
 }
 
-/// What every layout's context of each value is a function of: `3 up + 1 + sign(left - up)`
-/// with `up` and `left` as in [`contexts`].
-fn neighbourhoods(classes: &[u8], dims: Dims) -> Vec<u8> {
+/// The bit lengths `(up, left)` of each value's neighbours (see the module
+/// documentation): `left` the value `dims.left` back (0 when there is none), `up` the
+/// value a row back (`left` on the first row).
+fn neighbours(classes: &[u8], dims: Dims) -> impl Iterator<Item = (u8, u8)> + '_ {
     let (width, step) = (dims.width.max(1), dims.left.max(1));
-    (0..classes.len())
-        .map(|i| {
-            let left = if i >= step { classes[i - step] } else { 0 };
-            let up = if i >= width { classes[i - width] } else { left };
-            3 * up + 1 + u8::from(left > up) - u8::from(left < up)
-        })
+    (0..classes.len()).map(move |i| {
+        let left = if i >= step { classes[i - step] } else { 0 };
+        let up = if i >= width { classes[i - width] } else { left };
+        (up, left)
+    })
+}
+
+/// What every layout's context of each value is a function of: `3 up + 1 + sign(left - up)`
+/// with `up` and `left` as [`neighbours`] gives them.
+fn neighbourhoods(classes: &[u8], dims: Dims) -> Vec<u8> {
+    neighbours(classes, dims)
+        .map(|(up, left)| 3 * up + 1 + u8::from(left > up) - u8::from(left < up))
         .collect()
 }
 
 /// Context of each value (see the module documentation).
 pub fn contexts(classes: &[u8], dims: Dims, cfg: ContextConfig) -> Vec<u8> {
-    let (width, step) = (dims.width.max(1), dims.left.max(1));
-    (0..classes.len())
-        .map(|i| {
-            let left = if i >= step { classes[i - step] } else { 0 };
-            let up = if i >= width { classes[i - width] } else { left };
-            cfg.context(up, left) as u8
-        })
+    neighbours(classes, dims)
+        .map(|(up, left)| cfg.context(up, left) as u8)
         .collect()
 }
 
