@@ -187,6 +187,27 @@ impl Geometry {
         }
     }
 
+    /// This geometry with its tiles of several planes cut so that none spans two groups
+    /// of `group` consecutive planes (a planar chunk's components, whose statistics
+    /// differ): the most planes per tile, up to the tiling's, that divide `group`.
+    pub fn tiles_within_groups(self, group: usize) -> Geometry {
+        if self.tiling.planes_per_tile <= 1 || group == 0 {
+            return self;
+        }
+        let most = self.tiling.planes_per_tile.min(group);
+        let planes_per_tile = (1..=most)
+            .rev()
+            .find(|p| group.is_multiple_of(*p))
+            .unwrap_or(1);
+        Geometry {
+            tiling: Tiling {
+                planes_per_tile,
+                ..self.tiling
+            },
+            ..self
+        }
+    }
+
     /// This geometry with the tiling a chunk header records instead of the encoder's
     /// choice, if a decoder may accept it: every dimension at least 1, tiles of several
     /// planes made of whole planes, and at most [`MAX_TILE_WORDS`] words in a tile.
@@ -409,6 +430,36 @@ mod tests {
             }
         }
         hits
+    }
+
+    #[test]
+    fn tiles_within_groups_never_span_two_groups() {
+        // Twelve planes of 128 words: the encoder's tiling puts them in one tile.
+        let g = Geometry::from_shape(&[12, 16, 8], 1, 0).unwrap();
+        let planes_of = |g: &Geometry| -> Vec<usize> {
+            g.tiles().iter().map(|t| t.plane1 - t.plane0).collect()
+        };
+        assert_eq!(planes_of(&g), vec![12]);
+        for (group, tiles) in [
+            (6, vec![6, 6]),
+            (4, vec![4, 4, 4]),
+            (5, vec![5, 5, 2]),
+            (12, vec![12]),
+            (24, vec![12]),
+        ] {
+            let cut = g.tiles_within_groups(group);
+            assert_eq!(planes_of(&cut), tiles, "group {group}");
+            assert!(covered(&cut).iter().all(|&hits| hits == 1), "group {group}");
+            for tile in cut.tiles() {
+                assert_eq!(tile.plane0 / group, (tile.plane1 - 1) / group, "{tile:?}");
+            }
+        }
+        // Fewer planes per tile than a group: the largest that divides it.
+        let four = g.retiled(4 * 128);
+        assert_eq!(planes_of(&four), vec![4, 4, 4]);
+        assert_eq!(planes_of(&four.tiles_within_groups(6)), vec![3; 4]);
+        assert_eq!(planes_of(&four.tiles_within_groups(7)), vec![1; 12]);
+        assert_eq!(planes_of(&four.tiles_within_groups(8)), vec![4, 4, 4]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The coding search: with `auto`, each tile's predictor, residual map and spatial head
 //! are chosen from an estimate on a sample of the tile's columns.
 
+use std::ops::Range;
+
 use crate::coder::Coder;
 use crate::layout::{Dims, Geometry, Spatial, Tile, TARGET_TILE_WORDS};
 use crate::predict::residual::ResidualMap;
@@ -8,7 +10,7 @@ use crate::predict::Predictor;
 use crate::word::Word;
 
 use super::header::Coding;
-use super::residuals::residuals;
+use super::residuals::residuals as residuals_of;
 
 /// The codings a tile may use: every combination of the lists, all with `coder`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,11 @@ impl Candidates {
 struct Sampling {
     words: usize,
     least: usize,
+    /// Whether the sample takes planes spread across the tile, up to every second one, to
+    /// bring it near `words` (archive mode), or only as many of its first planes as
+    /// the rows leave room for (fast mode: a tile of many small planes is a small chunk,
+    /// whose coding a larger sample would slow down by half).
+    spread: bool,
 }
 
 /// Fast mode's sampling: one 32-word group per row and segment. Half the words of
@@ -72,6 +79,7 @@ struct Sampling {
 const FAST_SAMPLING: Sampling = Sampling {
     words: 1 << 11,
     least: 32,
+    spread: false,
 };
 
 /// Fast mode's sampling of `tile`: [`FAST_SAMPLING`], its words shared out by
@@ -100,6 +108,7 @@ pub(super) fn sample_share(g: &Geometry, words: usize) -> usize {
 const ARCHIVE_SAMPLING: Sampling = Sampling {
     words: 1 << 12,
     least: 8,
+    spread: true,
 };
 /// Column segments the sample is spread over.
 const SAMPLE_SEGMENTS: usize = 8;
@@ -124,10 +133,10 @@ pub(super) fn choose<T: Word>(
     } else {
         fast_sampling(g)
     };
-    // Deep tiles are sampled over their middle rows only (of their first planes), so the
-    // sample stays near `sampling.words` however many time steps a tile holds.
-    let sample = sample_rows(tile, sampling);
-    let rows = (sample.row1 - sample.row0) * (sample.plane1 - sample.plane0);
+    // Deep tiles are sampled over their middle rows only, in planes spread across the
+    // tile, so the sample stays near `sampling.words` however many time steps a tile holds.
+    let sample = sample_rows(tile, cols, sampling);
+    let rows = (sample.row1 - sample.row0) * sample.planes.len();
     let width =
         (sampling.words / SAMPLE_SEGMENTS / rows.max(1)).clamp(cols.min(sampling.least), cols);
     let segments = SAMPLE_SEGMENTS.min(cols / width);
@@ -138,17 +147,27 @@ pub(super) fn choose<T: Word>(
         width,
         left: spatial.stride.max(1),
     };
-    let estimate = |coding: Coding| -> u64 {
+    let mut residuals = Vec::new();
+    let mut estimate = |coding: Coding| -> u64 {
         starts
             .iter()
             .map(|&start| {
-                let residuals =
-                    residuals::<T>(src, g, &sample, coding, spatial, start..start + width);
+                let columns = start..start + width;
+                sample_residuals::<T>(
+                    src,
+                    g,
+                    tile,
+                    &sample,
+                    coding,
+                    spatial,
+                    columns,
+                    &mut residuals,
+                );
                 coding.coder.estimate_bits(&residuals, dims)
             })
             .sum()
     };
-    let best_of = |options: Vec<Coding>| {
+    let mut best_of = |options: Vec<Coding>| {
         options
             .into_iter()
             .map(|c| (estimate(c), c))
@@ -170,24 +189,82 @@ pub(super) fn choose<T: Word>(
     )
 }
 
+/// The residuals of `coding` in the sampled rows and planes of `tile`, over `columns`,
+/// plane after plane, into `out`. The rows before the sample that the predictor needs as
+/// history are coded first and left out, so a sample from the middle of a plane predicts
+/// its first row as the whole tile's coding does, not as a plane's first.
+#[allow(clippy::too_many_arguments)]
+fn sample_residuals<T: Word>(
+    src: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    sample: &SampleRows,
+    coding: Coding,
+    spatial: Spatial,
+    columns: Range<usize>,
+    out: &mut Vec<T>,
+) {
+    out.clear();
+    let warm = coding.predictor.history().min(sample.row0 - tile.row0);
+    let width = columns.len();
+    for &plane in &sample.planes {
+        let piece = Tile {
+            plane0: plane,
+            plane1: plane + 1,
+            row0: sample.row0 - warm,
+            row1: sample.row1,
+            ..*tile
+        };
+        let coded = residuals_of::<T>(src, g, &piece, coding, spatial, columns.clone());
+        out.extend_from_slice(&coded[(warm * width).min(coded.len())..]);
+    }
+}
+
 /// Fewest rows a sample keeps per plane (predictors with a history of up to 8 rows
 /// settle within them).
 const SAMPLE_MIN_ROWS: usize = 16;
 
-/// The part of `tile` a coding's sample covers: all of it unless it has more rows than
-/// `sampling.words` spreads over [`SAMPLE_SEGMENTS`] segments of `sampling.least` columns
-/// (at least [`SAMPLE_MIN_ROWS`] of them), then as many of its middle rows, in its first
-/// planes.
-fn sample_rows(tile: &Tile, sampling: Sampling) -> Tile {
+/// The rows and planes of a tile that a coding's sample covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SampleRows {
+    /// First sampled row of each sampled plane.
+    row0: usize,
+    /// One past the last sampled row.
+    row1: usize,
+    /// The sampled planes, in order.
+    planes: Vec<usize>,
+}
+
+/// The part of `tile` (of `cols` columns) a coding's sample covers: all its rows unless
+/// it has more than `sampling.words` spreads over [`SAMPLE_SEGMENTS`] segments of
+/// `sampling.least` columns (at least [`SAMPLE_MIN_ROWS`] of them), then as many of its
+/// middle rows; and as many planes as the rows leave room for, or (`sampling.spread`)
+/// as bring the sample near `sampling.words`, spread evenly across the tile, up to every
+/// second one (a tile of many narrow planes, such as a chunk coded along its frequency
+/// axis with one series per plane, is then sampled in many planes, not only its first).
+fn sample_rows(tile: &Tile, cols: usize, sampling: Sampling) -> SampleRows {
     let budget = (sampling.words / SAMPLE_SEGMENTS / sampling.least).max(SAMPLE_MIN_ROWS);
     let rows = (tile.row1 - tile.row0).min(budget);
-    let planes = (tile.plane1 - tile.plane0).min(budget / rows).max(1);
+    let row_words =
+        cols.min(SAMPLE_SEGMENTS * (sampling.words / SAMPLE_SEGMENTS / rows).max(sampling.least));
+    let tile_planes = tile.plane1 - tile.plane0;
+    let mut count = budget / rows;
+    if sampling.spread {
+        count = count.max((sampling.words / (rows * row_words).max(1)).min(tile_planes / 2));
+    }
+    let count = count.clamp(1, tile_planes);
+    let step = if sampling.spread {
+        tile_planes - 1
+    } else {
+        count - 1
+    };
     let row0 = tile.row0 + (tile.row1 - tile.row0 - rows) / 2;
-    Tile {
+    SampleRows {
         row0,
         row1: row0 + rows,
-        plane1: tile.plane0 + planes,
-        ..*tile
+        planes: (0..count)
+            .map(|i| tile.plane0 + step * i / (count - 1).max(1))
+            .collect(),
     }
 }
 
@@ -209,13 +286,119 @@ mod tests {
     #[test]
     fn deep_tiles_are_sampled_over_their_middle_rows() {
         // Fast mode: 2048 words over 8 segments of 32 columns is 8 rows; at least 16.
-        assert_eq!(sample_rows(&tile(1, 8), FAST_SAMPLING), tile(1, 8));
-        assert_eq!(sample_rows(&tile(4, 8), FAST_SAMPLING), tile(2, 8));
-        let deep = sample_rows(&tile(1, 128), FAST_SAMPLING);
+        let all = sample_rows(&tile(1, 8), 895, FAST_SAMPLING);
+        assert_eq!((all.row0, all.row1, all.planes), (10, 18, vec![3]));
+        let first = sample_rows(&tile(4, 8), 895, FAST_SAMPLING);
+        assert_eq!(first.planes, vec![3, 4]);
+        let deep = sample_rows(&tile(1, 128), 895, FAST_SAMPLING);
         assert_eq!((deep.row0, deep.row1), (10 + 56, 10 + 72));
         // Archive mode: 4096 words over 8-column segments is 64 rows.
-        let deep = sample_rows(&tile(3, 128), ARCHIVE_SAMPLING);
-        assert_eq!((deep.row0, deep.row1, deep.plane1), (10 + 32, 10 + 96, 4));
-        assert_eq!((deep.col0, deep.col1), (5, 900));
+        let deep = sample_rows(&tile(3, 128), 895, ARCHIVE_SAMPLING);
+        assert_eq!(
+            (deep.row0, deep.row1, deep.planes),
+            (10 + 32, 10 + 96, vec![3])
+        );
+    }
+
+    #[test]
+    fn tiles_of_narrow_planes_are_sampled_across_their_planes() {
+        // One column per plane (a chunk coded along its frequency axis): 64 middle rows
+        // of 64 planes spread over the tile's 200, not 64 rows of its first plane.
+        let narrow = sample_rows(&tile(200, 1024), 1, ARCHIVE_SAMPLING);
+        assert_eq!((narrow.row0, narrow.row1), (10 + 480, 10 + 544));
+        assert_eq!(narrow.planes.len(), 64);
+        let spread = (narrow.planes[0], narrow.planes[1], narrow.planes[63]);
+        assert_eq!(spread, (3, 6, 202));
+        // Archive mode samples at most every second plane; fast mode its first planes.
+        let few = sample_rows(&tile(21, 1024), 1, ARCHIVE_SAMPLING);
+        assert_eq!(few.planes, vec![3, 5, 7, 9, 11, 14, 16, 18, 20, 23]);
+        let fast = sample_rows(&tile(36, 64), 4, FAST_SAMPLING);
+        assert_eq!((fast.row0, fast.row1, fast.planes), (34, 50, vec![3]));
+    }
+
+    /// Words `base[c] + noise` of a (rows, cols) chunk: series that stay near their own
+    /// level, whose levels step by up to 2^14 from column to column.
+    fn levels_and_noise(rows: usize, cols: usize) -> Vec<u8> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut level = 1u32 << 24;
+        let levels: Vec<u32> = (0..cols)
+            .map(|_| {
+                level += (next() % (1 << 14)) as u32;
+                level
+            })
+            .collect();
+        (0..rows * cols)
+            .flat_map(|i| (levels[i % cols] + (next() % 32) as u32).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn samples_from_a_tiles_middle_give_the_predictor_its_history() {
+        // A sample of middle rows holds the residuals the whole tile's coding gives those
+        // rows, in every sampled plane: its first row is predicted from the rows before
+        // it, not coded as a plane's first.
+        let (planes, rows, cols) = (3, 256, 64);
+        let data = levels_and_noise(planes * rows, cols);
+        let g = Geometry::from_shape(&[planes, rows, cols], 1, 0).unwrap();
+        let spatial = Spatial {
+            stride: 1,
+            run: cols,
+        };
+        let tile = g.tiles()[0];
+        assert_eq!(
+            (tile.plane1 - tile.plane0, tile.row1 - tile.row0),
+            (planes, rows)
+        );
+        let sample = SampleRows {
+            row0: tile.row0 + 100,
+            row1: tile.row0 + 116,
+            planes: vec![tile.plane0, tile.plane0 + 2],
+        };
+        let columns = tile.col0 + 16..tile.col0 + 48;
+        for predictor in [
+            Predictor::PREVIOUS,
+            Predictor::Lagrange(3),
+            Predictor::Mean(8),
+            Predictor::Median(3),
+            Predictor::Lorenzo,
+        ] {
+            let coding = Coding {
+                predictor,
+                map: ResidualMap::Subtract,
+                coder: Coder::Patched,
+                spatial_head: false,
+            };
+            let mut sampled = Vec::new();
+            sample_residuals::<u32>(
+                &data,
+                &g,
+                &tile,
+                &sample,
+                coding,
+                spatial,
+                columns.clone(),
+                &mut sampled,
+            );
+            let whole: Vec<u32> = (sample.planes.iter())
+                .flat_map(|&plane| {
+                    let piece = Tile {
+                        plane0: plane,
+                        plane1: plane + 1,
+                        ..tile
+                    };
+                    let coded =
+                        residuals_of::<u32>(&data, &g, &piece, coding, spatial, columns.clone());
+                    coded[100 * columns.len()..116 * columns.len()].to_vec()
+                })
+                .collect();
+            assert_eq!(sampled.len(), 2 * 16 * 32, "{predictor:?}");
+            assert_eq!(sampled, whole, "{predictor:?}");
+        }
     }
 }
