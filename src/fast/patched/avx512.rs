@@ -640,7 +640,7 @@ mod tests {
                 for case in 0..3 {
                     let mut high: [u32; GROUP] = std::array::from_fn(|j| {
                         if j < k {
-                            (((j as u32 + 1) * 0x9E37_79B9) >> 7 & top >> 1).max(1)
+                            ((j as u32 + 1).wrapping_mul(0x9E37_79B9) >> 7 & top >> 1).max(1)
                         } else {
                             [0, top, 1 << (width - 1)][j % 3]
                         }
