@@ -7,6 +7,7 @@ use crate::axis::{self, Axis};
 use crate::buffers;
 use crate::checksum;
 use crate::error::Result;
+use crate::fill::Fill;
 use crate::format::{
     Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
 };
@@ -462,7 +463,25 @@ impl Plan {
         narrowed: bool,
         planar: bool,
     ) -> Result<Plan> {
-        let (axis, spatial) = choose_axis(data, shape, params, planar);
+        let axes = axis::element_axes(shape.len(), params.components, planar);
+        let fill = (axes.clone())
+            .find(|&a| shape[a] > 1)
+            .and_then(|a| Fill::at_end_of(data, shape, a, params.word_size));
+        let (axis, spatial) = match fill {
+            // The axis that predicts the data best, not the fill: chosen on the data.
+            Some(fill) if params.lag == 0 => {
+                let mut cut = shape.to_vec();
+                cut[fill.axis] = fill.data;
+                let part = Part {
+                    shape: cut,
+                    axis: fill.axis,
+                    first: 0,
+                };
+                let words = part.gather(data, shape, params.word_size);
+                choose_axis(&words, &part.shape, params, planar)
+            }
+            _ => choose_axis(data, shape, params, planar),
+        };
         let mut geometry = Geometry::from_shape(shape, axis.time_axis, axis.lag)?;
         if params.mode == Mode::Fast {
             geometry = geometry.retiled(layout::fast_tile_target(geometry.words(), geometry.lag));
@@ -470,6 +489,11 @@ impl Plan {
         if planar {
             // The coded array's first axis is the component: tiles keep to one.
             geometry = geometry.tiles_within_groups(geometry.planes / shape[0].max(1));
+        }
+        if let Some(fill) = fill.filter(|f| f.axis == axis.time_axis) {
+            // Each plane's rows from the first that holds only fill, in tiles of their own.
+            let slab: usize = shape[fill.axis + 1..].iter().product();
+            geometry = geometry.rows_apart((fill.data * slab).div_ceil(geometry.lag));
         }
         let candidates = params.candidates(spatial.stride > 0);
         let header = Header {

@@ -208,6 +208,32 @@ impl Geometry {
         }
     }
 
+    /// This geometry with rows `data_rows..` of every plane (fill: see [`crate::fill`])
+    /// in tiles apart from the rows before them: the same columns per tile, one plane per
+    /// tile, and as many rows as before or, when fewer, as `data_rows` (narrowed, by at
+    /// most half, to a count that divides `data_rows`). Unchanged when no such count
+    /// exists or every row is before `data_rows`.
+    pub fn rows_apart(self, data_rows: usize) -> Geometry {
+        if data_rows == 0 || data_rows >= self.rows() {
+            return self;
+        }
+        let most = self.tiling.tile_rows.min(data_rows);
+        let Some(tile_rows) = (most.div_ceil(2)..=most)
+            .rev()
+            .find(|r| data_rows.is_multiple_of(*r))
+        else {
+            return self;
+        };
+        Geometry {
+            tiling: Tiling {
+                planes_per_tile: 1,
+                tile_rows,
+                ..self.tiling
+            },
+            ..self
+        }
+    }
+
     /// This geometry with the tiling a chunk header records instead of the encoder's
     /// choice, if a decoder may accept it: every dimension at least 1, tiles of several
     /// planes made of whole planes, and at most [`MAX_TILE_WORDS`] words in a tile.
@@ -460,6 +486,40 @@ mod tests {
         assert_eq!(planes_of(&four.tiles_within_groups(6)), vec![3; 4]);
         assert_eq!(planes_of(&four.tiles_within_groups(7)), vec![1; 12]);
         assert_eq!(planes_of(&four.tiles_within_groups(8)), vec![4, 4, 4]);
+    }
+
+    #[test]
+    fn rows_apart_start_a_tile_at_the_first_row_of_fill() {
+        let rows_of = |g: &Geometry| -> Vec<(usize, usize)> {
+            g.tiles().iter().map(|t| (t.row0, t.row1)).collect()
+        };
+        // A chunk of 16 rows of 9216 words, 12 of data: the encoder's tiling cuts 8192
+        // columns of all 16 rows, then the rest; apart, the data rows and the fill rows.
+        let g = Geometry::from_shape(&[16, 9216], 0, 0).unwrap();
+        assert_eq!(rows_of(&g), vec![(0, 16), (0, 16)]);
+        let apart = g.rows_apart(12);
+        assert_eq!(rows_of(&apart), vec![(0, 12), (0, 12), (12, 16), (12, 16)]);
+        let cols: Vec<(usize, usize)> = apart.tiles().iter().map(|t| (t.col0, t.col1)).collect();
+        assert_eq!(cols, [(0, 8192), (8192, 9216)].repeat(2));
+        // Whole planes become one plane per tile.
+        let planes = Geometry::from_shape(&[3, 16, 64], 1, 0).unwrap();
+        assert_eq!(planes.tiles().len(), 1);
+        let apart = planes.rows_apart(5);
+        assert_eq!(
+            rows_of(&apart),
+            [(0, 5), (5, 10), (10, 15), (15, 16)].repeat(3)
+        );
+        assert!(covered(&apart).iter().all(|&hits| hits == 1));
+        // Bands of 2048 rows of 64 words: 5000 data rows take bands of 1250.
+        let long = Geometry::from_shape(&[6000, 64], 0, 0).unwrap();
+        let apart = long.rows_apart(5000);
+        assert_eq!(apart.tiling.tile_rows, 1250);
+        assert!(apart.tiles().iter().any(|t| t.row0 == 5000));
+        // No count within half of the band divides a prime number of rows: unchanged;
+        // so when every row holds data.
+        assert_eq!(long.rows_apart(4099), long);
+        assert_eq!(g.rows_apart(16), g);
+        assert_eq!(g.rows_apart(0), g);
     }
 
     #[test]

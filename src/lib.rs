@@ -24,6 +24,7 @@ mod compress;
 mod decompress;
 mod error;
 mod fast;
+mod fill;
 mod format;
 mod isa;
 mod layout;

@@ -233,6 +233,61 @@ fn a_corrupt_scale_section_is_an_error_not_wrong_data() {
     }
 }
 
+/// `steps` time steps of (channel, polarisation, component) float32 words of large
+/// magnitude, smooth along time, then `fill` steps of the word `fill_word`: an edge chunk
+/// as HDF5 pads it with the dataset's fill value.
+fn padded_steps(steps: usize, fill: usize, fill_word: f32) -> Vec<u8> {
+    let per_step = 128 * 4 * 2;
+    let mut out: Vec<u8> = (0..steps * per_step)
+        .flat_map(|i| {
+            let (t, w) = (i / per_step, i % per_step);
+            let v = 1.0e4 * (1.0 + (w as f32 * 0.37).sin()) + t as f32 * 0.25;
+            v.to_le_bytes()
+        })
+        .collect();
+    for _ in 0..fill * per_step {
+        out.extend_from_slice(&fill_word.to_le_bytes());
+    }
+    out
+}
+
+#[test]
+fn fill_after_the_data_costs_almost_nothing() {
+    // The step from the data to the fill would cost a row of large residuals; the fill's
+    // rows are coded as tiles of their own instead.
+    for mode in [Mode::Fast, Mode::Archive] {
+        for fill_word in [0.0, f32::NAN, -9999.0] {
+            let mut p = params(4, &[12, 128, 4, 2], mode);
+            p.components = 2;
+            let data_only = round_trip(&padded_steps(12, 0, fill_word), &p);
+            let mut p = params(4, &[16, 128, 4, 2], mode);
+            p.components = 2;
+            let padded = round_trip(&padded_steps(12, 4, fill_word), &p);
+            let (h, _) = header(&padded);
+            assert_eq!(h.time_axis, 0, "{mode:?} {fill_word}");
+            assert!(
+                padded.len() <= data_only.len() + 200,
+                "{mode:?} {fill_word}: {} bytes padded, {} without the fill",
+                padded.len(),
+                data_only.len()
+            );
+            // With a requested lag of half a time step: rows of half a step, the fill's
+            // from row 24.
+            let halves = |steps: usize, fill: usize| {
+                let mut p = params(4, &[steps + fill, 128, 4, 2], mode);
+                p.components = 2;
+                p.lag = 512;
+                round_trip(&padded_steps(steps, fill, fill_word), &p).len()
+            };
+            let (padded, data_only) = (halves(12, 4), halves(12, 0));
+            assert!(
+                padded <= data_only + 200,
+                "{mode:?} {fill_word}: rows of half a step, {padded} bytes, {data_only}"
+            );
+        }
+    }
+}
+
 #[test]
 fn flagged_runs_of_zeros_cost_almost_nothing() {
     // Smooth series with every other block of 512 series flagged to zero.
