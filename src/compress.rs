@@ -66,6 +66,7 @@ fn compress_smaller(
         shape: &shape,
         params,
         narrowed,
+        sampled: false,
     };
     // Fast mode keeps the words interleaved: planes would cost it a pass over the chunk
     // each way, and lags of one word, whose recurrence decodes serially.
@@ -143,12 +144,20 @@ struct Layout<'a> {
     shape: &'a [usize],
     params: &'a Params,
     narrowed: bool,
+    /// Whether this is a part of the chunk, coded to decide how to code the chunk: its
+    /// tiles are then not cut into blocks (see [`element_blocks`]), whose trial on a part
+    /// would judge a tiling the chunk does not have.
+    sampled: bool,
 }
 
 impl<'a> Layout<'a> {
     /// The same chunk cut to `shape` (a sample of it).
     fn cut(self, shape: &'a [usize]) -> Layout<'a> {
-        Layout { shape, ..self }
+        Layout {
+            shape,
+            sampled: true,
+            ..self
+        }
     }
 
     /// The plan of the plain coding (no scale section) of `words` (shifted by `shift`
@@ -173,6 +182,7 @@ impl<'a> Layout<'a> {
                 scale_section,
                 self.narrowed,
                 true,
+                !self.sampled,
             ),
             None => Plan::new(
                 words,
@@ -181,6 +191,7 @@ impl<'a> Layout<'a> {
                 scale_section,
                 self.narrowed,
                 false,
+                !self.sampled,
             ),
         }
     }
@@ -454,7 +465,8 @@ impl Plan {
     /// integers of a chunk of scaled integers; when `narrowed`, the words are the float32
     /// words of float64 data (and `params` says 4-byte words); when `planar`, `data` are
     /// the planes of the chunk's components (see [`planar`]), `shape` and `params`
-    /// those of the planes.
+    /// those of the planes; `blocks` allows archive mode to cut tiles into blocks (see
+    /// [`element_blocks`]).
     fn new(
         data: &[u8],
         shape: &[usize],
@@ -462,6 +474,7 @@ impl Plan {
         scale_section: Option<Vec<u8>>,
         narrowed: bool,
         planar: bool,
+        blocks: bool,
     ) -> Result<Plan> {
         let axes = axis::element_axes(shape.len(), params.components, planar);
         let fill = (axes.clone())
@@ -496,6 +509,15 @@ impl Plan {
             geometry = geometry.rows_apart((fill.data * slab).div_ceil(geometry.lag));
         }
         let candidates = params.candidates(spatial.stride > 0);
+        if blocks && params.mode == Mode::Archive {
+            let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
+            if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
+                let word = params.word_size;
+                if blocks_pay(data, &geometry, &split, &candidates, spatial, word) {
+                    geometry = split;
+                }
+            }
+        }
         let header = Header {
             mode: params.mode.id(),
             flags: if scale_section.is_some() {
@@ -617,12 +639,7 @@ impl Plan {
     /// Appends `tile`'s payload to `out`.
     fn encode_tile_into(&self, data: &[u8], tile: &Tile, out: &mut Vec<u8>) {
         let (g, c, s) = (&self.geometry, &self.candidates, self.spatial);
-        match self.word_size {
-            1 => tile::encode_tile_into::<u8>(data, g, tile, c, s, out),
-            2 => tile::encode_tile_into::<u16>(data, g, tile, c, s, out),
-            4 => tile::encode_tile_into::<u32>(data, g, tile, c, s, out),
-            _ => tile::encode_tile_into::<u64>(data, g, tile, c, s, out),
-        }
+        encode_tile(self.word_size, data, g, tile, c, s, out);
     }
 
     /// Room for `tile`'s payload whatever the coder.
@@ -686,6 +703,89 @@ impl Plan {
     }
 }
 
+/// Appends the payload of `tile` of chunk `data` (of `word`-byte words, `g`) to `out`.
+fn encode_tile(
+    word: usize,
+    data: &[u8],
+    g: &Geometry,
+    tile: &Tile,
+    candidates: &Candidates,
+    spatial: Spatial,
+    out: &mut Vec<u8>,
+) {
+    let (c, s) = (candidates, spatial);
+    match word {
+        1 => tile::encode_tile_into::<u8>(data, g, tile, c, s, out),
+        2 => tile::encode_tile_into::<u16>(data, g, tile, c, s, out),
+        4 => tile::encode_tile_into::<u32>(data, g, tile, c, s, out),
+        _ => tile::encode_tile_into::<u64>(data, g, tile, c, s, out),
+    }
+}
+
+/// Most blocks of one element axis index that a tile's columns are cut into.
+const MOST_BLOCKS: usize = 8;
+/// Fewest words in a block of one element axis index, the tile's rows of it.
+const BLOCK_MIN_WORDS: usize = 1 << 13;
+
+/// Columns of one index of the outermost element axis after the time axis that cuts
+/// each tile of `g` (a chunk of `shape`, series along `time_axis`, elements of
+/// `components` words) into 2 to [`MOST_BLOCKS`] blocks of at least [`BLOCK_MIN_WORDS`]
+/// words: a tile of a few baselines, say, whose statistics differ (autocorrelations and
+/// cross-correlations), is then coded as a tile per baseline. None when the rows are not
+/// the time steps of the whole array (a requested lag) or no axis does so.
+fn element_blocks(
+    shape: &[usize],
+    time_axis: usize,
+    components: usize,
+    g: &Geometry,
+) -> Option<usize> {
+    let element_end = shape.len() - usize::from(components > 1);
+    if g.lag != shape[time_axis + 1..].iter().product::<usize>() {
+        return None;
+    }
+    let cols = g.tiling.tile_cols.min(g.lag);
+    let rows = g.tiling.tile_rows.min(g.rows());
+    (time_axis + 1..element_end)
+        .filter(|&a| shape[a] > 1)
+        .map(|a| shape[a + 1..].iter().product::<usize>())
+        .find(|&width| {
+            width > 0
+                && cols.is_multiple_of(width)
+                && (2..=MOST_BLOCKS).contains(&(cols / width))
+                && width * rows >= BLOCK_MIN_WORDS
+        })
+}
+
+/// Whether the tiling `split` (tiles cut into column blocks) codes the middle tile of
+/// `whole` at least 1/128 smaller than `whole` does, its blocks each coded on its own.
+fn blocks_pay(
+    data: &[u8],
+    whole: &Geometry,
+    split: &Geometry,
+    candidates: &Candidates,
+    spatial: Spatial,
+    word: usize,
+) -> bool {
+    let tiles = whole.tiles();
+    let Some(middle) = tiles.get(tiles.len() / 2) else {
+        return false;
+    };
+    let mut out = buffers::take(whole.tile_words(middle) * word * 2);
+    encode_tile(word, data, whole, middle, candidates, spatial, &mut out);
+    let one = out.len();
+    out.clear();
+    for block in split.tiles().iter().filter(|t| {
+        (middle.plane0..middle.plane1).contains(&t.plane0)
+            && (middle.row0..middle.row1).contains(&t.row0)
+            && (middle.col0..middle.col1).contains(&t.col0)
+    }) {
+        encode_tile(word, data, split, block, candidates, spatial, &mut out);
+    }
+    let blocks = out.len();
+    buffers::give(out);
+    blocks * 128 < one * 127
+}
+
 /// The axis the chunk's series run along and its spatial neighbour: the caller's time
 /// axis and lag and the innermost element axis, unless a sample shows others predict
 /// clearly better (see [`axis::choose`]).
@@ -736,6 +836,7 @@ mod tests {
             shape: &shape,
             params: &params,
             narrowed: false,
+            sampled: false,
         };
         let planar = Planar::of(&shape, &params).unwrap();
         let planes = planar::split(&data, 4, 2);

@@ -234,6 +234,18 @@ impl Geometry {
         }
     }
 
+    /// This geometry with tiles of at most `cols` columns (one plane each, the same rows).
+    pub fn with_tile_cols(self, cols: usize) -> Geometry {
+        Geometry {
+            tiling: Tiling {
+                planes_per_tile: 1,
+                tile_rows: self.tiling.tile_rows.min(self.rows()),
+                tile_cols: cols.clamp(1, self.lag),
+            },
+            ..self
+        }
+    }
+
     /// This geometry with the tiling a chunk header records instead of the encoder's
     /// choice, if a decoder may accept it: every dimension at least 1, tiles of several
     /// planes made of whole planes, and at most [`MAX_TILE_WORDS`] words in a tile.

@@ -288,6 +288,50 @@ fn fill_after_the_data_costs_almost_nothing() {
     }
 }
 
+/// `steps` time steps of three baselines of 1024 channels, complex64: two
+/// autocorrelations (large, positive, smooth; imaginary parts zero) around a
+/// cross-correlation (small noisy values).
+fn autos_and_a_cross(steps: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut noise = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let mut out = Vec::new();
+    for t in 0..steps {
+        for baseline in 0..3 {
+            for ch in 0..1024 {
+                let (re, im) = if baseline == 1 {
+                    (noise() * 3.0, noise() * 3.0)
+                } else {
+                    let band = 1.0 + (ch as f32 / 1024.0 * 3.0).sin().abs();
+                    (5.0e4 * band + t as f32 + noise(), 0.0)
+                };
+                out.extend_from_slice(&re.to_le_bytes());
+                out.extend_from_slice(&im.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn archive_tiles_of_a_few_baselines_are_cut_per_baseline() {
+    // The autocorrelations and the cross-correlation code better each in its own tile
+    // than in one tile whose tables they share.
+    let data = autos_and_a_cross(16);
+    let mut p = params(4, &[16, 3, 1024, 2], Mode::Archive);
+    p.components = 2;
+    let chunk = round_trip(&data, &p);
+    let (h, _) = header(&chunk);
+    // One baseline's words: 1024 channels of one component as planes, of two interleaved.
+    let baseline = if h.flags & PLANAR != 0 { 1024 } else { 2048 };
+    assert_eq!(h.tiling.tile_cols, baseline, "{h:?}");
+    assert_eq!(h.tile_sizes.len(), if baseline == 1024 { 6 } else { 3 });
+}
+
 #[test]
 fn flagged_runs_of_zeros_cost_almost_nothing() {
     // Smooth series with every other block of 512 series flagged to zero.
