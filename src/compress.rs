@@ -82,9 +82,9 @@ fn compress_smaller(
     };
     // Chunks too small to sample are coded both ways in full (the decision is then
     // free).
-    let whole = planar_part(words.len(), &shape, params).is_none();
-    let (planar, decided) = match &planar {
-        Some(p) if whole => {
+    let part = planar_part(words.len(), &shape, params);
+    let (planar, decided) = match (&planar, &part) {
+        (Some(p), None) => {
             let interleaved = plain_with(None)?;
             let split = plain_with(Some(p))?;
             if clearly_smaller_as_planes(split.len(), interleaved.len()) {
@@ -93,7 +93,7 @@ fn compress_smaller(
                 (None, Some(interleaved))
             }
         }
-        Some(p) if layout.planar_pays(words, shift) => (Some(p), None),
+        (Some(p), Some(part)) if layout.planar_pays(part, words, shift) => (Some(p), None),
         _ => (None, None),
     };
     let plain = || match decided {
@@ -124,17 +124,15 @@ const SAMPLE_PARTS: usize = 8;
 /// Chunks below this many bytes are coded both ways whole: a part would say little.
 const SAMPLE_MIN_BYTES: usize = 1 << 18;
 
-/// The shape and byte count of the chunk's first [`SAMPLE_PARTS`]-th: whole slices of
-/// its first axis of more than one element, when the chunk has at least
-/// [`SAMPLE_MIN_BYTES`] and that axis at least `2 * SAMPLE_PARTS` elements.
-fn sample_part(bytes: usize, shape: &[usize]) -> Option<(Vec<usize>, usize)> {
+/// The chunk's first [`SAMPLE_PARTS`]-th: whole slices of its first axis of more than
+/// one element, when the chunk (of `bytes` bytes) has at least [`SAMPLE_MIN_BYTES`] and
+/// that axis at least `2 * SAMPLE_PARTS` elements.
+fn sample_part(bytes: usize, shape: &[usize]) -> Option<Part> {
     let axis = shape.iter().position(|&d| d > 1)?;
     if bytes < SAMPLE_MIN_BYTES || shape[axis] < 2 * SAMPLE_PARTS {
         return None;
     }
-    let mut part = shape.to_vec();
-    part[axis] = shape[axis] / SAMPLE_PARTS;
-    Some((part, bytes / shape[axis] * (shape[axis] / SAMPLE_PARTS)))
+    Some(Part::first_of(shape, axis, shape[axis] / SAMPLE_PARTS))
 }
 
 /// What every coding of a chunk shares: its (validated) shape, the parameters (4-byte
@@ -197,13 +195,9 @@ impl<'a> Layout<'a> {
     }
 
     /// Whether the chunk's components, coded as planes, are clearly smaller than
-    /// interleaved (see [`clearly_smaller_as_planes`]), judged on a part of the chunk
-    /// (see [`planar_part`]) coded both ways; false when it has none (the caller codes
-    /// such chunks both ways whole).
-    fn planar_pays(self, words: &[u8], shift: u8) -> bool {
-        let Some(part) = planar_part(words.len(), self.shape, self.params) else {
-            return false;
-        };
+    /// interleaved (see [`clearly_smaller_as_planes`]), judged on `part` of the chunk
+    /// (see [`planar_part`]) coded both ways.
+    fn planar_pays(self, part: &Part, words: &[u8], shift: u8) -> bool {
         let sample = self.cut(&part.shape);
         let Some(split_planar) = Planar::of(&part.shape, self.params) else {
             return false;
@@ -237,6 +231,17 @@ struct Part {
 }
 
 impl Part {
+    /// The first `kept` indices of `axis` of a chunk of `shape`, every index of the others.
+    fn first_of(shape: &[usize], axis: usize, kept: usize) -> Part {
+        let mut cut = shape.to_vec();
+        cut[axis] = kept;
+        Part {
+            shape: cut,
+            axis,
+            first: 0,
+        }
+    }
+
     /// The part's words, gathered from `words` of the chunk's `shape` (of `word`-byte
     /// words).
     fn gather<'w>(&self, words: &'w [u8], shape: &[usize], word: usize) -> Cow<'w, [u8]> {
@@ -271,23 +276,13 @@ fn planar_part(bytes: usize, shape: &[usize], params: &Params) -> Option<Part> {
     let across_time = (params.lag == 0)
         .then(|| (0..elements).find(|&a| a != params.time_axis && shape[a] >= 2 * SAMPLE_PARTS))
         .flatten();
-    let axis = match across_time {
-        Some(axis) => axis,
-        None => {
-            let (shape, _) = sample_part(bytes, shape)?;
-            return Some(Part {
-                axis: shape.iter().position(|&d| d > 1).unwrap_or(0),
-                shape,
-                first: 0,
-            });
-        }
+    let Some(axis) = across_time else {
+        return sample_part(bytes, shape);
     };
-    let mut part = shape.to_vec();
-    part[axis] = shape[axis] / SAMPLE_PARTS;
+    let kept = shape[axis] / SAMPLE_PARTS;
     Some(Part {
-        first: (shape[axis] - part[axis]) / 2,
-        shape: part,
-        axis,
+        first: (shape[axis] - kept) / 2,
+        ..Part::first_of(shape, axis, kept)
     })
 }
 
@@ -310,17 +305,19 @@ fn scaled_pays_on_sample(data: &[u8], words: &[u8], layout: Layout, shift: u8) -
     if params.mode != Mode::Fast || params.element != ElementKind::Float {
         return true;
     }
-    let Some((part, bytes)) = sample_part(data.len(), layout.shape) else {
+    let Some(part) = sample_part(data.len(), layout.shape) else {
         return true;
     };
-    let sample = layout.cut(&part);
-    let Some(scaled) = compress_scaled(&data[..bytes], sample, None) else {
+    let sample = layout.cut(&part.shape);
+    let word = params.word_size;
+    let Some(scaled) = compress_scaled(&part.gather(data, layout.shape, word), sample, None) else {
         return false;
     };
-    let Ok(plan) = sample.plain_plan(&words[..bytes], None, shift) else {
+    let head = part.gather(words, layout.shape, word);
+    let Ok(plan) = sample.plain_plan(&head, None, shift) else {
         return true;
     };
-    let plain = plan.compress(&words[..bytes]);
+    let plain = plan.compress(&head);
     let pays = scaled.len() < plain.len();
     buffers::give(scaled);
     buffers::give(plain);
@@ -483,13 +480,7 @@ impl Plan {
         let (axis, spatial) = match fill {
             // The axis that predicts the data best, not the fill: chosen on the data.
             Some(fill) if params.lag == 0 => {
-                let mut cut = shape.to_vec();
-                cut[fill.axis] = fill.data;
-                let part = Part {
-                    shape: cut,
-                    axis: fill.axis,
-                    first: 0,
-                };
+                let part = Part::first_of(shape, fill.axis, fill.data);
                 let words = part.gather(data, shape, params.word_size);
                 choose_axis(&words, &part.shape, params, planar)
             }
