@@ -144,7 +144,8 @@ struct Layout<'a> {
     narrowed: bool,
     /// Whether this is a part of the chunk, coded to decide how to code the chunk: its
     /// tiles are then not cut into blocks (see [`element_blocks`]), whose trial on a part
-    /// would judge a tiling the chunk does not have.
+    /// would judge a tiling the chunk does not have, nor coded by their float fields
+    /// (see [`Plan::new`]).
     sampled: bool,
 }
 
@@ -462,8 +463,10 @@ impl Plan {
     /// integers of a chunk of scaled integers; when `narrowed`, the words are the float32
     /// words of float64 data (and `params` says 4-byte words); when `planar`, `data` are
     /// the planes of the chunk's components (see [`planar`]), `shape` and `params`
-    /// those of the planes; `blocks` allows archive mode to cut tiles into blocks (see
-    /// [`element_blocks`]).
+    /// those of the planes; `whole` says the data is the whole chunk, not a part coded
+    /// in a trial: only then does archive mode cut tiles into blocks (see
+    /// [`element_blocks`]) and try coding raw floats by their fields (coder 10), which
+    /// would judge the part by a coding the trial's decision does not depend on.
     fn new(
         data: &[u8],
         shape: &[usize],
@@ -471,7 +474,7 @@ impl Plan {
         scale_section: Option<Vec<u8>>,
         narrowed: bool,
         planar: bool,
-        blocks: bool,
+        whole: bool,
     ) -> Result<Plan> {
         let axes = axis::element_axes(shape.len(), params.components, planar);
         let fill = (axes.clone())
@@ -499,8 +502,9 @@ impl Plan {
             let slab: usize = shape[fill.axis + 1..].iter().product();
             geometry = geometry.rows_apart((fill.data * slab).div_ceil(geometry.lag));
         }
-        let candidates = params.candidates(spatial.stride > 0);
-        if blocks && params.mode == Mode::Archive {
+        let mut candidates = params.candidates(spatial.stride > 0);
+        candidates.float_fields &= whole;
+        if whole && params.mode == Mode::Archive {
             let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;

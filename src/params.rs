@@ -181,6 +181,7 @@ impl Params {
                 Coder::ShuffledLz4
             }),
             generic_on_repeats: archive,
+            float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
         }
     }
 

@@ -177,6 +177,18 @@ pub enum StreamError {
         /// Bits per token.
         token_bits: u8,
     },
+    /// A float-field window (coder 10) outside the ranges the format allows.
+    #[error("invalid float window: {token_bits} token bits, {count} exponents from {emin} for {word_bits}-bit words")]
+    FloatWindow {
+        /// Mantissa bits per token.
+        token_bits: u8,
+        /// The first exponent field of the window.
+        emin: u16,
+        /// Exponent fields in the window.
+        count: u8,
+        /// Bits in a word.
+        word_bits: u32,
+    },
     /// A rANS table whose symbol range is empty or outside the alphabet.
     #[error("table range {lo}..={hi} outside {alphabet} tokens")]
     TableRange {

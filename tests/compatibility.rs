@@ -180,7 +180,7 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=9u8 {
+    for coder in 1..=10u8 {
         assert!(
             tile_codings().any(|c| c.ends_with(&format!(".{coder}"))),
             "coder {coder}"
@@ -696,6 +696,41 @@ fn cases() -> Vec<Case> {
             params,
         });
     }
+    // Coder 10, float fields: complex64 noise with flagged zeros in archive mode (the
+    // automatic choice for noise), and float64 residuals of the previous sample under it
+    // (every token kind: zero, escapes, the window).
+    let mut rng = SplitMix(23);
+    let noise: Vec<f64> = (0..4096)
+        .map(|i| {
+            let (u, v) = (rng.unit().max(1e-300), rng.unit());
+            let gauss = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+            if i % 16 < 2 {
+                0.0
+            } else {
+                300.0 * gauss
+            }
+        })
+        .collect();
+    let mut p = params(4, &[1, 512, 4, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex64_noise_flagged_archive".into(),
+        data: f32_bytes(&noise),
+        params: p,
+    });
+    let mut spiky = noise[..1024].to_vec();
+    spiky[100] = f64::INFINITY;
+    spiky[200] = -1e300;
+    spiky[300] = f64::from_bits(1);
+    spiky[400] = -0.0;
+    let mut p = with_coding(params(8, &[32, 32], Mode::Archive), 1, 2, 10);
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_f64_coder10_archive".into(),
+        data: f64_bytes(&spiky),
+        params: p,
+    });
     out
 }
 

@@ -339,8 +339,8 @@ mod tests {
             "unknown residual map 4 in cd_values[1] (0 to 3)"
         );
         assert_eq!(
-            UserOptions::parse(&[0, 10 << 16]).unwrap_err(),
-            "unknown residual coder 10 in cd_values[1] (0 to 9)"
+            UserOptions::parse(&[0, 11 << 16]).unwrap_err(),
+            "unknown residual coder 11 in cd_values[1] (0 to 10)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

@@ -37,6 +37,9 @@ CODERS = {
     "ctx-huffman": 5,
     "dictionary": 6,
     "patched": 7,
+    "shuffled-lz4": 8,
+    "shuffled-zstd": 9,
+    "float-fields": 10,
 }
 
 MAX_THREADS = 1024

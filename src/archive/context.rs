@@ -29,12 +29,97 @@ pub struct ContextConfig {
     pub split: u8,
     /// Bit length of `up` that class 1 stands for.
     pub base: u8,
-    /// Bits below the leading one that a token carries (1 or 2).
+    /// Bits below the leading one that a token carries (1 or 2); with float fields,
+    /// the mantissa bits a token carries (0 to 4).
     pub token_bits: u8,
+    /// With tokens of float fields (coder 10), the word's fields and the window of
+    /// exponents that have tokens of their own; `None` for bit-length tokens.
+    pub fields: Option<FloatFields>,
 }
 
-/// Bytes of a recorded [`ContextConfig`].
+/// Bytes of a recorded [`ContextConfig`] with bit-length tokens.
 pub const CONFIG_LEN: usize = 4;
+
+/// Bytes a recorded [`FloatFields`] window adds to its [`ContextConfig`].
+pub const FIELDS_LEN: usize = 3;
+
+/// The fields of an IEEE 754 word of `word_bits` bits (sign, `exponent_bits` exponent
+/// bits, the rest mantissa) and the window of exponent fields `emin .. emin + count`
+/// whose values have tokens of their own: tokens of sign, exponent and top mantissa
+/// bits (coder 10), for values that no predictor helps, coded by their distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FloatFields {
+    /// Bits in a word (8, 16, 32 or 64).
+    pub word_bits: u8,
+    /// Exponent bits of the word (4, 5, 8 or 11).
+    pub exponent_bits: u8,
+    /// The first exponent field of the window.
+    pub emin: u16,
+    /// Exponent fields in the window (1 to [`MAX_WINDOW`]).
+    pub count: u8,
+}
+
+/// Most exponent fields a window holds: their classes (2 on) stay bit-length sized.
+pub const MAX_WINDOW: u8 = 63;
+
+/// Most mantissa bits a float-field token carries.
+pub const MAX_FIELD_TOKEN_BITS: u8 = 4;
+
+impl FloatFields {
+    /// The window `emin .. emin + count` of words of type `T`.
+    pub fn of<T: Word>(emin: u16, count: u8) -> FloatFields {
+        FloatFields {
+            word_bits: T::BITS as u8,
+            exponent_bits: exponent_bits(T::BITS),
+            emin,
+            count,
+        }
+    }
+
+    /// Mantissa bits of the word.
+    #[inline(always)]
+    pub fn mantissa_bits(self) -> u32 {
+        u32::from(self.word_bits) - 1 - u32::from(self.exponent_bits)
+    }
+
+    /// The exponent field of `v`.
+    #[inline(always)]
+    pub fn exponent(self, v: u64) -> u32 {
+        (v >> self.mantissa_bits()) as u32 & ((1 << self.exponent_bits) - 1)
+    }
+
+    /// The sign bit of `v`.
+    #[inline(always)]
+    fn sign(self, v: u64) -> u32 {
+        (v >> (self.word_bits - 1)) as u32 & 1
+    }
+
+    /// The class of `v`: 0 for zero, 1 for an escape (an exponent outside the window),
+    /// else 2 plus its exponent's place in the window.
+    #[inline(always)]
+    pub fn class(self, v: u64) -> u8 {
+        if v == 0 {
+            return 0;
+        }
+        let at = self.exponent(v).wrapping_sub(u32::from(self.emin));
+        if at < u32::from(self.count) {
+            at as u8 + 2
+        } else {
+            1
+        }
+    }
+}
+
+/// Exponent bits of an IEEE 754 word (binary16, 32, 64; the 8-bit E4M3 layout for
+/// bytes).
+pub fn exponent_bits(word_bits: u32) -> u8 {
+    match word_bits {
+        8 => 4,
+        16 => 5,
+        32 => 8,
+        _ => 11,
+    }
+}
 
 impl ContextConfig {
     /// The layout of `buckets` classes of `up` (each refined by the sign of `left - up`
@@ -47,7 +132,14 @@ impl ContextConfig {
             split,
             base,
             token_bits: 1,
+            fields: None,
         }
+    }
+
+    /// One context, `token_bits` 1 and bit-length tokens: the layout whose
+    /// token and class functions the others share.
+    pub fn single() -> ContextConfig {
+        ContextConfig::centred(1, 1, 1)
     }
 
     /// The fixed layout for `n` residuals whose median nonzero bit length is `median`:
@@ -79,19 +171,62 @@ impl ContextConfig {
         usize::from(self.buckets) * usize::from(self.split)
     }
 
-    /// Appends the configuration's bytes.
+    /// Appends the configuration's bytes ([`Self::len`] of them).
     pub fn write(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[self.buckets, self.split, self.base, self.token_bits]);
+        if let Some(f) = self.fields {
+            out.extend_from_slice(&f.emin.to_le_bytes());
+            out.push(f.count);
+        }
     }
 
-    /// The configuration at the start of `input`, validated.
-    pub fn read(input: &[u8]) -> Result<ContextConfig, StreamError> {
+    /// Bytes of the recorded configuration.
+    pub fn len(self) -> usize {
+        CONFIG_LEN + if self.fields.is_some() { FIELDS_LEN } else { 0 }
+    }
+
+    /// The configuration of float-field tokens (coder 10) for words of type `T` at the
+    /// start of `input`, validated.
+    pub fn read_fields<T: Word>(input: &[u8]) -> Result<ContextConfig, StreamError> {
         let short = StreamError::Truncated("coding shorter than its context configuration");
-        let &[buckets, split, base, token_bits] = input.first_chunk::<CONFIG_LEN>().ok_or(short)?;
+        let bytes = input
+            .first_chunk::<{ CONFIG_LEN + FIELDS_LEN }>()
+            .ok_or(short)?;
+        let &[buckets, split, base, token_bits, e0, e1, count] = bytes;
+        let layout = ContextConfig::read_layout(buckets, split, base, token_bits, 0..=4)?;
+        let fields = FloatFields::of::<T>(u16::from_le_bytes([e0, e1]), count);
+        let cfg = ContextConfig {
+            fields: Some(fields),
+            ..layout
+        };
+        if u32::from(token_bits) > fields.mantissa_bits()
+            || !(1..=MAX_WINDOW).contains(&count)
+            || u32::from(fields.emin) + u32::from(count) > 1 << fields.exponent_bits
+            || cfg.alphabet::<T>() > 256
+        {
+            return Err(StreamError::FloatWindow {
+                token_bits,
+                emin: fields.emin,
+                count,
+                word_bits: T::BITS,
+            });
+        }
+        Ok(cfg)
+    }
+
+    /// The configuration of bytes `buckets`, `split`, `base` and `token_bits`, checked
+    /// against the format's ranges, `token_bits` against `widths`.
+    fn read_layout(
+        buckets: u8,
+        split: u8,
+        base: u8,
+        token_bits: u8,
+        widths: std::ops::RangeInclusive<u8>,
+    ) -> Result<ContextConfig, StreamError> {
         if !(1..=16).contains(&buckets)
             || !(split == 1 || split == 3)
             || base == 0
-            || !(1..=2).contains(&token_bits)
+            || !widths.contains(&token_bits)
         {
             return Err(StreamError::ContextConfig {
                 buckets,
@@ -105,7 +240,15 @@ impl ContextConfig {
             split,
             base,
             token_bits,
+            fields: None,
         })
+    }
+
+    /// The configuration at the start of `input`, validated.
+    pub fn read(input: &[u8]) -> Result<ContextConfig, StreamError> {
+        let short = StreamError::Truncated("coding shorter than its context configuration");
+        let &[buckets, split, base, token_bits] = input.first_chunk::<CONFIG_LEN>().ok_or(short)?;
+        ContextConfig::read_layout(buckets, split, base, token_bits, 1..=2)
     }
 
     /// Context of a residual whose neighbours have bit lengths `up` and `left`.
@@ -134,13 +277,38 @@ impl ContextConfig {
     /// Number of token symbols for words of type `T` (at most 256).
     pub fn alphabet<T: Word>(self) -> usize {
         let k = u32::from(self.token_bits);
-        (self.direct() + (T::BITS - k - 1) * (1 << k)) as usize
+        match self.fields {
+            None => (self.direct() + (T::BITS - k - 1) * (1 << k)) as usize,
+            Some(f) => 3 + (usize::from(f.count) << (k + 1)),
+        }
     }
 
-    /// The token of value `v` of bit length `c`.
+    /// The class of value `v`: its bit length, or with float fields its
+    /// [`FloatFields::class`].
+    #[inline(always)]
+    pub fn class(self, v: u64) -> u8 {
+        match self.fields {
+            None => (64 - v.leading_zeros()) as u8,
+            Some(f) => f.class(v),
+        }
+    }
+
+    /// The token of value `v` of class `c`.
     #[inline(always)]
     pub fn token(self, v: u64, c: u8) -> u8 {
-        let (c, k) = (u32::from(c), u32::from(self.token_bits));
+        let k = u32::from(self.token_bits);
+        if let Some(f) = self.fields {
+            return match c {
+                0 => 0,
+                1 => 1 + f.sign(v) as u8,
+                _ => {
+                    let top = (v >> (f.mantissa_bits() - k)) as u32 & ((1 << k) - 1);
+                    let place = (u32::from(c) - 2) << 1 | f.sign(v);
+                    (3 + (place << k) + top) as u8
+                }
+            };
+        }
+        let c = u32::from(c);
         if c <= k + 1 {
             v as u8
         } else {
@@ -149,10 +317,17 @@ impl ContextConfig {
         }
     }
 
-    /// Bit length of the values token `t` stands for.
+    /// Class of the values token `t` stands for.
     #[inline(always)]
     pub fn class_of(self, t: u8) -> u8 {
         let t = u32::from(t);
+        if self.fields.is_some() {
+            return match t {
+                0 => 0,
+                1 | 2 => 1,
+                _ => ((t - 3) >> (self.token_bits + 1)) as u8 + 2,
+            };
+        }
         if t < self.direct() {
             (32 - t.leading_zeros()) as u8
         } else {
@@ -160,27 +335,50 @@ impl ContextConfig {
         }
     }
 
-    /// Raw bits of a value of bit length `c`: those below the token's.
+    /// Raw bits of a value of class `c`: those below the token's.
     #[inline(always)]
     pub fn raw_bits(self, c: u8) -> u32 {
-        u32::from(c).saturating_sub(u32::from(self.token_bits) + 1)
+        match self.fields {
+            None => u32::from(c).saturating_sub(u32::from(self.token_bits) + 1),
+            Some(f) => match c {
+                0 => 0,
+                1 => u32::from(f.word_bits) - 1,
+                _ => f.mantissa_bits() - u32::from(self.token_bits),
+            },
+        }
     }
 
-    /// The value of token `t` whose raw bits come next from `r`, and its bit length.
+    /// What token `t` stands for: its class, the number `n` of raw bits that follow
+    /// it, and the bits of its value above those (the value is `top << n | raw`).
+    pub fn token_value(self, t: u8) -> (u8, u32, u64) {
+        let c = self.class_of(t);
+        let n = self.raw_bits(c);
+        let k = u32::from(self.token_bits);
+        let top = match self.fields {
+            None if n == 0 => u64::from(t),
+            None => u64::from(t) & ((1 << k) - 1) | 1 << k,
+            Some(f) => match t {
+                0 => 0,
+                1 | 2 => u64::from(t - 1),
+                _ => {
+                    let u = u64::from(t - 3);
+                    let sign = u >> k & 1;
+                    let exponent = u64::from(f.emin) + (u >> (k + 1));
+                    ((sign << f.exponent_bits | exponent) << k) | u & ((1 << k) - 1)
+                }
+            },
+        };
+        (c, n, top)
+    }
+
+    /// The value of token `t` whose raw bits come next from `r`, and its class.
     #[inline(always)]
     pub fn read_value<T: Word>(self, t: u8, r: &mut BitReader<'_>) -> (T, u8) {
-        let c = self.class_of(t);
-        let v = if u32::from(t) < self.direct() {
-            u64::from(t)
+        let (c, n, top) = self.token_value(t);
+        let v = if n == 0 {
+            top
         } else {
-            let n = self.raw_bits(c);
-            let k = self.token_bits;
-            let top = (u64::from(t) & ((1 << k) - 1) | 1 << k) << n;
-            if n == 0 {
-                top
-            } else {
-                top | r.get_wide(n)
-            }
+            top << n | r.get_wide(n)
         };
         (T::from_u64(v), c)
     }
@@ -261,7 +459,25 @@ impl Model {
     /// of a few thousand residuals cannot pay for 48 tables, one of a million gains
     /// from them.
     pub fn build_best<T: Word>(values: &[T], dims: Dims) -> Model {
-        let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
+        Model::build_best_of(values, dims, None, &[1, 2])
+    }
+
+    /// [`Model::build_best`] with tokens of float fields `fields` (or bit-length tokens
+    /// for `None`), choosing the token width among `widths`.
+    pub fn build_best_of<T: Word>(
+        values: &[T],
+        dims: Dims,
+        fields: Option<FloatFields>,
+        widths: &[u8],
+    ) -> Model {
+        let classifier = ContextConfig {
+            fields,
+            ..ContextConfig::single()
+        };
+        let classes: Vec<u8> = values
+            .iter()
+            .map(|v| classifier.class(v.to_u64()))
+            .collect();
         let median = median_nonzero(&classes);
         let nbs = neighbourhoods(&classes, dims);
         let mut used = [false; NEIGHBOURHOODS];
@@ -274,10 +490,11 @@ impl Model {
         // The best so far: its model without tokens (those of its width are kept in
         // `tokens`), and each neighbourhood's context.
         let mut best: Option<(Model, [u8; NEIGHBOURHOODS])> = None;
-        let mut tokens_of_width = [Vec::new(), Vec::new()];
-        for (token_bits, tokens_kept) in (1..).zip(&mut tokens_of_width) {
+        let mut tokens_of_width = vec![Vec::new(); widths.len()];
+        for (&token_bits, tokens_kept) in widths.iter().zip(&mut tokens_of_width) {
             let cfg1 = ContextConfig {
                 token_bits,
+                fields,
                 ..ContextConfig::centred(median, 1, 1)
             };
             let alphabet = cfg1.alphabet::<T>();
@@ -290,6 +507,7 @@ impl Model {
             for &(buckets, split) in &LAYOUTS {
                 let cfg = ContextConfig {
                     token_bits,
+                    fields,
                     ..ContextConfig::centred(median, buckets, split)
                 };
                 let mut map = [0u8; NEIGHBOURHOODS];
@@ -321,7 +539,10 @@ impl Model {
             }
         }
         let (mut model, map) = best.expect("at least one layout");
-        model.tokens = std::mem::take(&mut tokens_of_width[usize::from(model.cfg.token_bits) - 1]);
+        let width_at = (widths.iter())
+            .position(|&w| w == model.cfg.token_bits)
+            .expect("the best width is one of those tried");
+        model.tokens = std::mem::take(&mut tokens_of_width[width_at]);
         model.contexts = nbs.iter().map(|&nb| map[usize::from(nb)]).collect();
         model.classes = classes;
         model
@@ -458,6 +679,7 @@ mod tests {
                 split: 1,
                 base: 1,
                 token_bits,
+                fields: None,
             };
             let mut previous = None;
             for v in (0u64..5000).chain([u32::MAX.into(), u64::MAX - 1, u64::MAX]) {
@@ -482,6 +704,7 @@ mod tests {
             split: 1,
             base: 1,
             token_bits: 2,
+            fields: None,
         };
         assert_eq!(two.alphabet::<u64>(), 252);
         assert_eq!(two.alphabet::<u8>(), 28);

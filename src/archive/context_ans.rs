@@ -118,6 +118,12 @@ fn read_table(
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     let model = Model::build_and_write(values, dims, out);
+    encode_model(values, &model, out);
+}
+
+/// Appends what follows the context configuration in the coding of `values` with
+/// `model` (theirs): tables, rANS stream and raw bits.
+pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
     let mut tw = BitWriter::default();
     let tables: Vec<Table> = model
         .context_counts::<T>()
@@ -141,21 +147,16 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     out.extend_from_slice(&raw.finish());
 }
 
-/// What the decoder needs of a token: its bit length (bits 0 to 7), the number of raw
+/// What the decoder needs of a token: its class (bits 0 to 7), the number of raw
 /// bits that follow it (bits 8 to 15) and the bits of its value above those (from bit
 /// 16), for each of the 256 possible tokens.
 fn token_values<T: Word>(cfg: ContextConfig) -> [u32; 256] {
     let mut values = [0u32; 256];
     for (t, value) in values.iter_mut().enumerate().take(cfg.alphabet::<T>()) {
-        let t = t as u8;
-        let c = cfg.class_of(t);
-        let n = cfg.raw_bits(c);
-        let top = if n == 0 {
-            u32::from(t)
-        } else {
-            u32::from(t) & ((1 << cfg.token_bits) - 1) | 1 << cfg.token_bits
-        };
-        *value = u32::from(c) | n << 8 | top << 16;
+        let (c, n, top) = cfg.token_value(t as u8);
+        // At most 16 bits: a float field's sign, 11 exponent bits and 4 mantissa bits.
+        debug_assert!(top < 1 << 16);
+        *value = u32::from(c) | n << 8 | (top as u32) << 16;
     }
     values
 }
@@ -170,22 +171,32 @@ thread_local! {
 /// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
 /// exactly their coding.
 pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
+    decode_configured(input, ContextConfig::read(input)?, dims, out)
+}
+
+/// [`decode`] of a coding whose configuration, read from its start, is `cfg`.
+pub fn decode_configured<T: Word>(
+    input: &[u8],
+    cfg: ContextConfig,
+    dims: Dims,
+    out: &mut [T],
+) -> Result<(), StreamError> {
     TABLES.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut tables) => decode_with(input, dims, out, &mut tables),
-        Err(_) => decode_with(input, dims, out, &mut DecodeTables::new()),
+        Ok(mut tables) => decode_with(input, cfg, dims, out, &mut tables),
+        Err(_) => decode_with(input, cfg, dims, out, &mut DecodeTables::new()),
     })
 }
 
-/// [`decode`] with `tables` for the decoding tables.
+/// [`decode_configured`] with `tables` for the decoding tables.
 fn decode_with<T: Word>(
     input: &[u8],
+    cfg: ContextConfig,
     dims: Dims,
     out: &mut [T],
     tables: &mut DecodeTables,
 ) -> Result<(), StreamError> {
-    let cfg = ContextConfig::read(input)?;
     let alphabet = cfg.alphabet::<T>();
-    let mut tr = BitReader::new(&input[CONFIG_LEN..]);
+    let mut tr = BitReader::new(&input[cfg.len()..]);
     tables.clear();
     for _ in 0..cfg.contexts() {
         read_table(&mut tr, alphabet, tables)?;
@@ -193,7 +204,7 @@ fn decode_with<T: Word>(
     if tr.overrun() {
         return Err(StreamError::Truncated("coding ends inside its tables"));
     }
-    let rest = &input[CONFIG_LEN + tr.bytes_used()..];
+    let rest = &input[cfg.len() + tr.bytes_used()..];
     let (len, rest) = rest.split_first_chunk::<4>().ok_or(StreamError::Truncated(
         "coding ends before its rANS stream length",
     ))?;

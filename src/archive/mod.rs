@@ -1,10 +1,11 @@
 //! Archive mode's entropy coders: the context model of neighbouring bit lengths, coded
-//! with static rANS or canonical Huffman codes, and the value dictionary for tiles of
-//! few distinct words.
+//! with static rANS or canonical Huffman codes, its float-field tokens for values no
+//! predictor helps, and the value dictionary for tiles of few distinct words.
 
 pub mod context;
 pub mod context_ans;
 pub mod context_huffman;
 pub mod dictionary;
+pub mod float_fields;
 pub mod huffman;
 pub mod rans;

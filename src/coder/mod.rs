@@ -4,7 +4,7 @@ pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use crate::archive::{context, context_ans, context_huffman, dictionary};
+use crate::archive::{context, context_ans, context_huffman, dictionary, float_fields};
 use crate::fast::{bitplane, leading_zero_bytes, patched, rice};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
@@ -40,11 +40,15 @@ pub enum Coder {
     /// The values byte-shuffled and compressed as one Zstandard frame: archive mode's
     /// general path.
     ShuffledZstd,
+    /// Archive mode for values no predictor helps: tokens of a float's sign, exponent
+    /// and top mantissa bits coded with static rANS, one table per context of
+    /// neighbouring exponents, and the rest of the mantissa raw.
+    FloatFields,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 9] = [
+    pub const ALL: [Coder; 10] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -54,6 +58,7 @@ impl Coder {
         Coder::Patched,
         Coder::ShuffledLz4,
         Coder::ShuffledZstd,
+        Coder::FloatFields,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -68,6 +73,7 @@ impl Coder {
             Coder::Patched => 7,
             Coder::ShuffledLz4 => 8,
             Coder::ShuffledZstd => 9,
+            Coder::FloatFields => 10,
         }
     }
 
@@ -88,6 +94,7 @@ impl Coder {
             Coder::Patched => "patched",
             Coder::ShuffledLz4 => "shuffled-lz4",
             Coder::ShuffledZstd => "shuffled-zstd",
+            Coder::FloatFields => "float-fields",
         }
     }
 
@@ -103,6 +110,7 @@ impl Coder {
             Coder::Patched => patched::encode(values, out),
             Coder::ShuffledLz4 => shuffled::encode(values, shuffled::Backend::Lz4, out),
             Coder::ShuffledZstd => shuffled::encode(values, shuffled::Backend::Zstd, out),
+            Coder::FloatFields => float_fields::encode(values, dims, out),
         }
     }
 
@@ -124,6 +132,7 @@ impl Coder {
             Coder::Patched => patched::decode(input, out),
             Coder::ShuffledLz4 => shuffled::decode(input, shuffled::Backend::Lz4, out),
             Coder::ShuffledZstd => shuffled::decode(input, shuffled::Backend::Zstd, out),
+            Coder::FloatFields => float_fields::decode(input, dims, out),
         }
     }
 
@@ -140,6 +149,7 @@ impl Coder {
             Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
             Coder::Dictionary => dictionary::estimate_bits(values)
                 .unwrap_or_else(|| context::estimate_bits(values, dims)),
+            Coder::FloatFields => float_fields::estimate_bits(values, dims),
         }
     }
 
@@ -160,6 +170,7 @@ impl Coder {
             Coder::Patched => patched::min_encoded_len(n),
             // General-purpose compressors have no per-value floor: the bound is per tile.
             Coder::ShuffledLz4 | Coder::ShuffledZstd => shuffled::min_encoded_len(),
+            Coder::FloatFields => float_fields::min_encoded_len(),
         }
     }
 }

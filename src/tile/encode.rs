@@ -1,6 +1,6 @@
 //! Encoding a tile: the residuals of its words, row by row, handed to the coder.
 
-use crate::archive::dictionary;
+use crate::archive::{dictionary, float_fields};
 use crate::buffers;
 use crate::coder::Coder;
 use crate::layout::{Dims, Geometry, Spatial, Tile};
@@ -54,26 +54,61 @@ pub fn encode_tile_into<T: Word>(
     if !candidates.try_alternatives {
         return;
     }
-    // Huffman value coding: the words themselves as dictionary symbols, when there
-    // are few.
-    let raw = Coding {
+    // The tile's words as they are, for the coders of raw words.
+    let raw = |coder| Coding {
         predictor: Predictor::Zero,
         map: ResidualMap::Xor,
-        coder: Coder::Dictionary,
+        coder,
         spatial_head: false,
     };
-    // Most tiles have thousands of distinct words: a few columns tell, before the
-    // whole tile is copied.
+    // Huffman value coding: the words themselves as dictionary symbols, when there
+    // are few. Most tiles have thousands of distinct words: a few columns tell, before
+    // the whole tile is copied.
     let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
-    if dictionary::distinct(&residuals::<T>(src, g, tile, raw, spatial, probe)).is_none() {
-        return;
+    let dictionary = raw(Coder::Dictionary);
+    let few = || dictionary::distinct(&residuals::<T>(src, g, tile, dictionary, spatial, probe));
+    let mut words = None;
+    if few().is_some() {
+        let all = words.insert(residuals::<T>(
+            src,
+            g,
+            tile,
+            dictionary,
+            spatial,
+            cols.clone(),
+        ));
+        if dictionary::distinct(all).is_some() {
+            keep_if_smaller(dictionary, all, dims, start, out);
+        }
     }
-    let words = residuals::<T>(src, g, tile, raw, spatial, cols);
-    if dictionary::distinct(&words).is_none() {
-        return;
+    if candidates.float_fields {
+        let words = words
+            .get_or_insert_with(|| residuals::<T>(src, g, tile, dictionary, spatial, cols.clone()));
+        // One histogram estimates the coding with one context; more contexts save
+        // a few percent at most on the noise this coder is for.
+        let estimate = float_fields::zero_order(words).bits / 8;
+        let current = (out.len() - start) as u64;
+        if estimate < current + current / FLOAT_FIELDS_CONTEXT_GAIN {
+            keep_if_smaller(raw(Coder::FloatFields), words, dims, start, out);
+        }
     }
-    let mut alternative = buffers::take(max_payload_len::<T>(words.len()));
-    encode_with(raw, &words, dims, &mut alternative);
+}
+
+/// Coder 10 is tried in full when its single-context estimate is below the tile's
+/// payload plus one part in this many (its contexts may win that back).
+const FLOAT_FIELDS_CONTEXT_GAIN: u64 = 16;
+
+/// Replaces the tile payload `out[start..]` by `coding` of `residuals` when that is
+/// smaller.
+fn keep_if_smaller<T: Word>(
+    coding: Coding,
+    residuals: &[T],
+    dims: Dims,
+    start: usize,
+    out: &mut Vec<u8>,
+) {
+    let mut alternative = buffers::take(max_payload_len::<T>(residuals.len()));
+    encode_with(coding, residuals, dims, &mut alternative);
     if alternative.len() < out.len() - start {
         out.truncate(start);
         out.extend_from_slice(&alternative);
@@ -123,21 +158,11 @@ fn try_generic<T: Word>(
     if !sample_gains && !repeats() {
         return;
     }
-    let mut alternative = buffers::take(max_payload_len::<T>(n));
-    encode_with(
-        Coding {
-            coder: generic,
-            ..coding
-        },
-        residuals,
-        dims,
-        &mut alternative,
-    );
-    if (alternative.len() as u64) < current {
-        out.truncate(start);
-        out.extend_from_slice(&alternative);
-    }
-    buffers::give(alternative);
+    let coding = Coding {
+        coder: generic,
+        ..coding
+    };
+    keep_if_smaller(coding, residuals, dims, start, out);
 }
 
 /// Room for the payload of `words` words whatever the coder: an incompressible tile

@@ -38,6 +38,10 @@ pub struct Candidates {
     /// Also try the general-purpose coder in full on a tile whose residuals repeat
     /// earlier blocks of the tile (archive mode: Zstandard's window spans a tile).
     pub generic_on_repeats: bool,
+    /// Also try, with [`Candidates::try_alternatives`], the tile's words as they are
+    /// coded by their float fields (float data in archive mode): for noise, which no
+    /// predictor helps.
+    pub float_fields: bool,
 }
 
 impl Candidates {
