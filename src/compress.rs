@@ -456,6 +456,9 @@ struct Plan {
     threads: usize,
     /// The scale section written after the header (scaled integers), else empty.
     scale_section: Vec<u8>,
+    /// Payloads of tiles already coded while planning (the trial of [`blocks_pay`]),
+    /// taken instead of coding those tiles again.
+    coded: Vec<(Tile, Vec<u8>)>,
 }
 
 impl Plan {
@@ -504,13 +507,16 @@ impl Plan {
         }
         let mut candidates = params.candidates(spatial.stride > 0);
         candidates.float_fields &= whole;
+        let mut coded = Vec::new();
         if whole && params.mode == Mode::Archive {
             let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;
-                if blocks_pay(data, &geometry, &split, &candidates, spatial, word) {
+                let trial = blocks_pay(data, &geometry, &split, &candidates, spatial, word);
+                if trial.blocks_pay {
                     geometry = split;
                 }
+                coded = trial.kept;
             }
         }
         let header = Header {
@@ -544,6 +550,7 @@ impl Plan {
             word_size: params.word_size,
             threads: params.threads,
             scale_section: scale_section.unwrap_or_default(),
+            coded,
         })
     }
 
@@ -633,6 +640,10 @@ impl Plan {
 
     /// Appends `tile`'s payload to `out`.
     fn encode_tile_into(&self, data: &[u8], tile: &Tile, out: &mut Vec<u8>) {
+        if let Some((_, payload)) = self.coded.iter().find(|(t, _)| t == tile) {
+            out.extend_from_slice(payload);
+            return;
+        }
         let (g, c, s) = (&self.geometry, &self.candidates, self.spatial);
         encode_tile(self.word_size, data, g, tile, c, s, out);
     }
@@ -751,8 +762,16 @@ fn element_blocks(
         })
 }
 
+/// What [`blocks_pay`] found: whether the blocks pay, and the payloads of the tiles it
+/// coded in the tiling it chose.
+struct BlocksTrial {
+    blocks_pay: bool,
+    kept: Vec<(Tile, Vec<u8>)>,
+}
+
 /// Whether the tiling `split` (tiles cut into column blocks) codes the middle tile of
-/// `whole` at least 1/128 smaller than `whole` does, its blocks each coded on its own.
+/// `whole` at least 1/128 smaller than `whole` does, its blocks each coded on its own;
+/// with the payloads of the tiling that wins, which the chunk's coding then takes.
 fn blocks_pay(
     data: &[u8],
     whole: &Geometry,
@@ -760,25 +779,40 @@ fn blocks_pay(
     candidates: &Candidates,
     spatial: Spatial,
     word: usize,
-) -> bool {
+) -> BlocksTrial {
     let tiles = whole.tiles();
-    let Some(middle) = tiles.get(tiles.len() / 2) else {
-        return false;
+    let Some(&middle) = tiles.get(tiles.len() / 2) else {
+        return BlocksTrial {
+            blocks_pay: false,
+            kept: Vec::new(),
+        };
     };
-    let mut out = buffers::take(whole.tile_words(middle) * word * 2);
-    encode_tile(word, data, whole, middle, candidates, spatial, &mut out);
-    let one = out.len();
-    out.clear();
-    for block in split.tiles().iter().filter(|t| {
-        (middle.plane0..middle.plane1).contains(&t.plane0)
-            && (middle.row0..middle.row1).contains(&t.row0)
-            && (middle.col0..middle.col1).contains(&t.col0)
-    }) {
-        encode_tile(word, data, split, block, candidates, spatial, &mut out);
+    let code = |g: &Geometry, tile: Tile| {
+        let mut out = Vec::with_capacity(g.tile_words(&tile) * word * 2);
+        encode_tile(word, data, g, &tile, candidates, spatial, &mut out);
+        (tile, out)
+    };
+    let one = code(whole, middle);
+    let blocks: Vec<(Tile, Vec<u8>)> = (split.tiles().into_iter())
+        .filter(|t| {
+            (middle.plane0..middle.plane1).contains(&t.plane0)
+                && (middle.row0..middle.row1).contains(&t.row0)
+                && (middle.col0..middle.col1).contains(&t.col0)
+        })
+        .map(|block| code(split, block))
+        .collect();
+    let blocks_len: usize = blocks.iter().map(|(_, p)| p.len()).sum();
+    if blocks_len * 128 < one.1.len() * 127 {
+        BlocksTrial {
+            blocks_pay: true,
+            kept: blocks,
+        }
+    } else {
+        BlocksTrial {
+            blocks_pay: false,
+            kept: vec![one],
+        }
     }
-    let blocks = out.len();
-    buffers::give(out);
-    blocks * 128 < one * 127
 }
 
 /// The axis the chunk's series run along and its spatial neighbour: the caller's time
