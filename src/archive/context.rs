@@ -62,6 +62,13 @@ pub struct FloatFields {
 /// Most exponent fields a window holds: their classes (2 on) stay bit-length sized.
 pub const MAX_WINDOW: u8 = 63;
 
+/// Most exponent fields a window of tokens of `token_bits` mantissa bits can hold:
+/// [`MAX_WINDOW`], or fewer to keep the alphabet (3 tokens, then 2 signs times
+/// `2^token_bits` per exponent) within 256 tokens.
+pub fn widest_window(token_bits: u8) -> u8 {
+    MAX_WINDOW.min(((256 - 3) >> (token_bits + 1)) as u8)
+}
+
 /// Most mantissa bits a float-field token carries.
 pub const MAX_FIELD_TOKEN_BITS: u8 = 4;
 
@@ -567,7 +574,7 @@ impl Model {
 /// Empirical entropy of the token counts of each context, plus what their tables cost
 /// as [`super::context_ans`] stores them: a bit for an unused context, else 17 bits and
 /// 6 per token from its first to its last present one.
-fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
+pub(super) fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
     let mut bits = 0.0f64;
     let mut table = 0u64;
     for row in counts.chunks(alphabet) {

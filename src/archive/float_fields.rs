@@ -14,8 +14,8 @@
 //! coder 4 does.
 
 use super::context::{
-    exponent_bits, ContextConfig, FloatFields, Model, CONFIG_LEN, FIELDS_LEN, MAX_FIELD_TOKEN_BITS,
-    MAX_WINDOW,
+    entropy_and_table_bits, exponent_bits, widest_window, ContextConfig, FloatFields, Model,
+    CONFIG_LEN, FIELDS_LEN, MAX_FIELD_TOKEN_BITS,
 };
 use super::context_ans;
 use crate::layout::Dims;
@@ -34,26 +34,23 @@ pub struct Choice {
     pub bits: u64,
 }
 
-/// Mantissa bits of the histogram [`zero_order`] builds (fewer for words of fewer).
-const HISTOGRAM_MANTISSA_BITS: u32 = MAX_FIELD_TOKEN_BITS as u32;
-
 /// The cheapest window and token width for `values` by a single context's estimate:
 /// for each token width, the window of as many exponents as the alphabet allows that
 /// holds the most nonzero values.
 pub fn zero_order<T: Word>(values: &[T]) -> Choice {
     let exponent = u32::from(exponent_bits(T::BITS));
     let mantissa = T::BITS - 1 - exponent;
-    let kept = HISTOGRAM_MANTISSA_BITS.min(mantissa);
+    // The histogram keeps as many mantissa bits as the widest token carries.
+    let kept = u32::from(MAX_FIELD_TOKEN_BITS).min(mantissa);
     let (keys, zeros) = key_counts(values, mantissa - kept, 1 + exponent + kept);
     let exponents = 1usize << exponent;
     let mut by_exponent = vec![0u64; exponents];
     for &(key, n) in &keys {
-        by_exponent[key as usize >> kept & (exponents - 1)] += n;
+        by_exponent[key as usize >> kept & (exponents - 1)] += u64::from(n);
     }
     let mut best: Option<Choice> = None;
     for token_bits in 0..=kept as u8 {
-        let widest = (MAX_WINDOW as usize).min(253 >> (token_bits + 1));
-        let (emin, count) = window(&by_exponent, widest);
+        let (emin, count) = window(&by_exponent, usize::from(widest_window(token_bits)));
         let fields = FloatFields::of::<T>(emin as u16, count as u8);
         let cfg = ContextConfig {
             token_bits,
@@ -61,7 +58,7 @@ pub fn zero_order<T: Word>(values: &[T]) -> Choice {
             ..ContextConfig::single()
         };
         let alphabet = cfg.alphabet::<T>();
-        let mut tokens = vec![0u64; alphabet];
+        let mut tokens = vec![0u32; alphabet];
         tokens[0] = zeros;
         let mut raw = 0u64;
         for &(key, n) in &keys {
@@ -70,9 +67,9 @@ pub fn zero_order<T: Word>(values: &[T]) -> Choice {
             let v = (u64::from(key) << (mantissa - kept)).max(1);
             let c = cfg.class(v);
             tokens[usize::from(cfg.token(v, c))] += n;
-            raw += n * u64::from(cfg.raw_bits(c));
+            raw += u64::from(n) * u64::from(cfg.raw_bits(c));
         }
-        let bits = raw + entropy_and_table_bits(&tokens);
+        let bits = raw + entropy_and_table_bits(&tokens, alphabet);
         if best.is_none_or(|b| bits < b.bits) {
             best = Some(Choice {
                 fields,
@@ -89,8 +86,9 @@ pub fn zero_order<T: Word>(values: &[T]) -> Choice {
 const SORTED_BELOW: usize = 1 << 14;
 
 /// The nonzero `values` counted by their top `key_bits` bits (below which `shift` bits
-/// are dropped), as `(key, count)` in key order, and the number of zero values.
-fn key_counts<T: Word>(values: &[T], shift: u32, key_bits: u32) -> (Vec<(u32, u64)>, u64) {
+/// are dropped), as `(key, count)` in key order, and the number of zero values (a tile
+/// has fewer than 2^32 words).
+fn key_counts<T: Word>(values: &[T], shift: u32, key_bits: u32) -> (Vec<(u32, u32)>, u32) {
     let nonzero = values.iter().map(|v| v.to_u64()).filter(|&v| v != 0);
     let key = |v: u64| (v >> shift) as u32;
     let mut keys = Vec::new();
@@ -108,14 +106,9 @@ fn key_counts<T: Word>(values: &[T], shift: u32, key_bits: u32) -> (Vec<(u32, u6
         for v in nonzero {
             table[key(v) as usize] += 1;
         }
-        keys.extend(
-            (0u32..)
-                .zip(table)
-                .filter(|&(_, n)| n > 0)
-                .map(|(k, n)| (k, u64::from(n))),
-        );
+        keys.extend((0u32..).zip(table).filter(|&(_, n)| n > 0));
     }
-    let zeros = values.len() as u64 - keys.iter().map(|&(_, n)| n).sum::<u64>();
+    let zeros = values.len() as u32 - keys.iter().map(|&(_, n)| n).sum::<u32>();
     (keys, zeros)
 }
 
@@ -141,20 +134,6 @@ fn window(by_exponent: &[u64], widest: usize) -> (usize, usize) {
     (best_at, widest)
 }
 
-/// Empirical entropy of `counts` plus what a coder 4 table of them costs.
-fn entropy_and_table_bits(counts: &[u64]) -> u64 {
-    let present = || counts.iter().enumerate().filter(|(_, &n)| n > 0);
-    let (Some((lo, _)), Some((hi, _))) = (present().next(), present().next_back()) else {
-        return 1;
-    };
-    let total: u64 = counts.iter().sum();
-    let t = total as f64;
-    let bits: f64 = present()
-        .map(|(_, &n)| n as f64 * (t / n as f64).log2())
-        .sum();
-    bits as u64 + 17 + 6 * (hi - lo + 1) as u64
-}
-
 /// The model coder 10 codes `values` (laid out as `dims` says) with: the window and
 /// token width of `choice`, the context layout estimated smallest.
 pub fn model<T: Word>(values: &[T], dims: Dims, choice: Choice) -> Model {
@@ -163,7 +142,13 @@ pub fn model<T: Word>(values: &[T], dims: Dims, choice: Choice) -> Model {
 
 /// Appends the coding of `values`, laid out as `dims` says, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let model = model(values, dims, zero_order(values));
+    encode_chosen(values, dims, zero_order(values), out);
+}
+
+/// [`encode`] with the window and token width of `choice` (the [`zero_order`] of
+/// `values`, already at hand).
+pub fn encode_chosen<T: Word>(values: &[T], dims: Dims, choice: Choice, out: &mut Vec<u8>) {
+    let model = model(values, dims, choice);
     model.cfg.write(out);
     context_ans::encode_model(values, &model, out);
 }
@@ -234,8 +219,7 @@ mod tests {
         ];
         let bits: Vec<u64> = f64s.iter().map(|x| x.to_bits()).collect();
         for token_bits in 0..=4 {
-            // The widest window whose alphabet has at most 256 tokens.
-            let widest = MAX_WINDOW.min(253 >> (token_bits + 1));
+            let widest = widest_window(token_bits);
             tokens_round_trip::<u64>(1023 - 3, widest, token_bits, &bits);
             tokens_round_trip::<u64>(0, 7, token_bits, &bits);
             tokens_round_trip::<u64>(2048 - 7, 7, token_bits, &bits);
@@ -277,11 +261,11 @@ mod tests {
                 .collect();
             let mut expected = std::collections::BTreeMap::new();
             for &v in values.iter().filter(|&&v| v != 0) {
-                *expected.entry(v >> 19).or_insert(0u64) += 1;
+                *expected.entry(v >> 19).or_insert(0u32) += 1;
             }
             let (keys, zeros) = key_counts(&values, 19, 13);
             assert_eq!(keys, expected.into_iter().collect::<Vec<_>>(), "{n}");
-            assert_eq!(zeros, n.div_ceil(7) as u64, "{n}");
+            assert_eq!(zeros, n.div_ceil(7) as u32, "{n}");
         }
     }
 

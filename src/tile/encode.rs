@@ -66,9 +66,8 @@ pub fn encode_tile_into<T: Word>(
     // the whole tile is copied.
     let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
     let dictionary = raw(Coder::Dictionary);
-    let few = || dictionary::distinct(&residuals::<T>(src, g, tile, dictionary, spatial, probe));
     let mut words = None;
-    if few().is_some() {
+    if dictionary::distinct(&residuals::<T>(src, g, tile, dictionary, spatial, probe)).is_some() {
         let all = words.insert(residuals::<T>(
             src,
             g,
@@ -84,12 +83,17 @@ pub fn encode_tile_into<T: Word>(
     if candidates.float_fields {
         let words = words
             .get_or_insert_with(|| residuals::<T>(src, g, tile, dictionary, spatial, cols.clone()));
-        // One histogram estimates the coding with one context; more contexts save
-        // a few percent at most on the noise this coder is for.
-        let estimate = float_fields::zero_order(words).bits / 8;
+        // One histogram estimates the coding with one context (more contexts save a
+        // few percent at most on the noise this coder is for) and gives the window
+        // and token width the coding then uses.
+        let choice = float_fields::zero_order(words);
         let current = (out.len() - start) as u64;
-        if estimate < current + current / FLOAT_FIELDS_CONTEXT_GAIN {
-            keep_if_smaller(raw(Coder::FloatFields), words, dims, start, out);
+        if choice.bits / 8 < current + current / FLOAT_FIELDS_CONTEXT_GAIN {
+            let coding = raw(Coder::FloatFields);
+            keep_smaller_of::<T>(words.len(), start, out, |alternative| {
+                coding.write_header(alternative);
+                float_fields::encode_chosen(words, dims, choice, alternative);
+            });
         }
     }
 }
@@ -107,8 +111,21 @@ fn keep_if_smaller<T: Word>(
     start: usize,
     out: &mut Vec<u8>,
 ) {
-    let mut alternative = buffers::take(max_payload_len::<T>(residuals.len()));
-    encode_with(coding, residuals, dims, &mut alternative);
+    keep_smaller_of::<T>(residuals.len(), start, out, |alternative| {
+        encode_with(coding, residuals, dims, alternative);
+    });
+}
+
+/// Replaces the tile payload `out[start..]` by the payload `write` appends (for a tile
+/// of `words` words of type `T`) when that is smaller.
+fn keep_smaller_of<T: Word>(
+    words: usize,
+    start: usize,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut Vec<u8>),
+) {
+    let mut alternative = buffers::take(max_payload_len::<T>(words));
+    write(&mut alternative);
     if alternative.len() < out.len() - start {
         out.truncate(start);
         out.extend_from_slice(&alternative);
