@@ -2,6 +2,7 @@
 //! parallel), combined into one XXH3-64; for a stored chunk, XXH3-64 of its bytes.
 
 use std::hash::Hasher;
+use std::ops::Range;
 
 use twox_hash::XxHash3_64;
 
@@ -15,10 +16,21 @@ pub fn data_checksum(bytes: &[u8]) -> u64 {
 /// XXH3-64 of the words of `tile` in `chunk`, row by row: computed per tile so the
 /// checksum of a chunk is computed in parallel, and still covers every decoded byte.
 pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
-    digest_rows(
-        g.tile_row_ranges(tile)
-            .map(|words| &chunk[words.start * w..words.end * w]),
-    )
+    digest_rows(joined(g.tile_row_ranges(tile)).map(|words| &chunk[words.start * w..words.end * w]))
+}
+
+/// `ranges` with each run of ranges that follow one another in memory joined into one:
+/// a tile's short rows (series along an inner axis) hashed in long pieces, not a few
+/// words at a time. The digest is of the same bytes either way.
+fn joined(ranges: impl Iterator<Item = Range<usize>>) -> impl Iterator<Item = Range<usize>> {
+    let mut ranges = ranges.peekable();
+    std::iter::from_fn(move || {
+        let mut run = ranges.next()?;
+        while let Some(next) = ranges.next_if(|next| next.start == run.end) {
+            run.end = next.end;
+        }
+        Some(run)
+    })
 }
 
 /// XXH3-64 of the concatenation of `rows` (a tile's rows, in order).
@@ -61,4 +73,29 @@ impl Default for RowDigest {
 pub fn combine_digests(digests: &[u64]) -> u64 {
     let bytes: Vec<u8> = digests.iter().flat_map(|d| d.to_le_bytes()).collect();
     XxHash3_64::oneshot(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_that_follow_one_another_are_joined() {
+        let ranges = [0..2, 2..4, 4..5, 7..9, 9..10, 12..12, 12..13];
+        let joined: Vec<Range<usize>> = joined(ranges.into_iter()).collect();
+        assert_eq!(joined, [0..5, 7..10, 12..13]);
+    }
+
+    #[test]
+    fn a_tile_of_narrow_rows_digests_as_its_rows_one_by_one() {
+        let g = Geometry::from_shape(&[3, 40, 2], 1, 0).unwrap();
+        let chunk: Vec<u8> = (0..240u32 * 4).map(|i| (i * 7 % 251) as u8).collect();
+        for tile in g.tiles() {
+            let rows: Vec<&[u8]> = (g.tile_row_ranges(&tile))
+                .map(|r| &chunk[r.start * 4..r.end * 4])
+                .collect();
+            assert!(rows.len() > 1);
+            assert_eq!(tile_digest(&chunk, &g, &tile, 4), digest_rows(rows));
+        }
+    }
 }

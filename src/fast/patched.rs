@@ -334,53 +334,39 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
 /// [`encode`], with kernels for whole groups of 32-bit words (`simd`) or without.
 #[inline(always)]
 fn encode_with<T: Word, K: Kernels>(values: &[T], out: &mut Vec<u8>, simd: Option<K>) {
-    out.reserve(values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8));
-    // Groups are coded one after another into a batch buffer and the batch appended
-    // whole: one large copy instead of a small one per group.
-    let mut batch = Batch {
-        bytes: [0u8; BATCH],
-        len: 0,
-    };
+    // Groups are coded straight into the output, grown (zeroed) by its largest coding
+    // plus the slack of a group's scratch, and cut back to the bytes written: no copy.
+    let start = out.len();
+    let bound = values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8);
+    out.resize(start + bound + SCRATCH, 0);
+    let mut at = start;
     let mut full = values.chunks_exact(GROUP);
     for group in &mut full {
-        batch.code(group, simd, out);
+        at += encode_group(group, scratch_at(out, at), simd);
     }
     if !full.remainder().is_empty() {
-        batch.code(full.remainder(), None::<K>, out);
+        at += encode_group(full.remainder(), scratch_at(out, at), None::<K>);
     }
-    out.extend_from_slice(&batch.bytes[..batch.len]);
+    out.truncate(at);
 }
 
-/// Bytes of the encoder's batch buffer: many groups' codings, appended to the output
-/// together.
-const BATCH: usize = 16 * 1024;
-
-/// The groups coded since the batch was last appended to the output.
-struct Batch {
-    bytes: [u8; BATCH],
-    len: usize,
-}
-
-impl Batch {
-    /// Codes `group` after the batch's groups, first appending them to `out` when the
-    /// largest group coding might not fit.
-    #[inline(always)]
-    fn code<T: Word, K: Kernels>(&mut self, group: &[T], simd: Option<K>, out: &mut Vec<u8>) {
-        if self.len > BATCH - SCRATCH {
-            out.extend_from_slice(&self.bytes[..self.len]);
-            self.len = 0;
-        }
-        let scratch = (&mut self.bytes[self.len..self.len + SCRATCH])
-            .try_into()
-            .expect("the scratch fits in the batch");
-        self.len += encode_group(group, scratch, simd);
-    }
+/// The scratch of a group coded at byte `at` of `out`.
+#[inline(always)]
+fn scratch_at(out: &mut [u8], at: usize) -> &mut [u8; SCRATCH] {
+    (&mut out[at..at + SCRATCH])
+        .try_into()
+        .expect("the output has a scratch's slack")
 }
 
 /// Bytes of the encoder's scratch: the largest group coding (headers, low bits at the
 /// widest width, a bitmap and 32 high parts of 64 bits) and the slack of whole-word
 /// stores.
 const SCRATCH: usize = 2 + MAX_LOW_BYTES + 4 + GROUP * 8 + 16;
+
+/// Bytes [`encode`] needs beyond the end of its longest coding while it writes (its
+/// output grows by them, then is cut back): callers that reserve room for a coding
+/// reserve them too, so the output is not moved.
+pub const ENCODE_SLACK: usize = SCRATCH;
 
 /// Codes one group of 1 to 32 values into the start of `buf`; its length.
 #[inline(always)]
@@ -1168,8 +1154,7 @@ mod tests {
 
     #[test]
     fn a_long_coding_is_its_groups_codings_in_order() {
-        // Wide random words: over 16 KiB of output, so the batch buffer is flushed
-        // many times, and a ragged last group.
+        // Wide random words (many groups with exceptions) and a ragged last group.
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let values: Vec<u32> = (0..32 * 700 + 5)
@@ -1177,7 +1162,7 @@ mod tests {
             .collect();
         let whole = encoded(&values);
         let groups: Vec<u8> = values.chunks(GROUP).flat_map(encoded).collect();
-        assert!(whole.len() > 3 * BATCH);
+        assert!(whole.len() > 48 * 1024);
         assert_eq!(whole, groups);
     }
 

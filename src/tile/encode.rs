@@ -3,6 +3,7 @@
 use crate::archive::{dictionary, float_fields};
 use crate::buffers;
 use crate::coder::Coder;
+use crate::fast::patched;
 use crate::layout::{Dims, Geometry, Spatial, Tile};
 use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
@@ -183,11 +184,11 @@ fn try_generic<T: Word>(
 }
 
 /// Room for the payload of `words` words whatever the coder: an incompressible tile
-/// (the fast coders' worst case is the raw size plus a byte per 32 words), so the
-/// coder never reallocates and copies.
+/// (the fast coders' worst case is the raw size plus a byte per 32 words) and the slack
+/// the patched coder writes past its end, so the coder never reallocates and copies.
 pub fn max_payload_len<T: Word>(words: usize) -> usize {
     let raw = words * T::BYTES;
-    TILE_HEADER_LEN + raw + raw / 32 + 16
+    TILE_HEADER_LEN + raw + raw / 32 + 16 + patched::ENCODE_SLACK
 }
 
 /// Appends the tile payload of `residuals` coded as `coding` says to `out`.

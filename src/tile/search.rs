@@ -10,7 +10,7 @@ use crate::predict::Predictor;
 use crate::word::Word;
 
 use super::header::Coding;
-use super::residuals::residuals as residuals_of;
+use super::residuals::residuals_into;
 
 /// The codings a tile may use: every combination of the lists, all with `coder`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,11 @@ pub(super) fn choose<T: Word>(
         width,
         left: spatial.stride.max(1),
     };
-    let mut residuals = Vec::new();
+    let mut scratch = SampleScratch {
+        residuals: Vec::new(),
+        gathered: Vec::new(),
+        piece: Vec::new(),
+    };
     let mut estimate = |coding: Coding| -> u64 {
         starts
             .iter()
@@ -165,9 +169,9 @@ pub(super) fn choose<T: Word>(
                     coding,
                     spatial,
                     columns,
-                    &mut residuals,
+                    &mut scratch,
                 );
-                coding.coder.estimate_bits(&residuals, dims)
+                coding.coder.estimate_bits(&scratch.residuals, dims)
             })
             .sum()
     };
@@ -197,6 +201,11 @@ pub(super) fn choose<T: Word>(
 /// plane after plane, into `out`. The rows before the sample that the predictor needs as
 /// history are coded first and left out, so a sample from the middle of a plane predicts
 /// its first row as the whole tile's coding does, not as a plane's first.
+///
+/// A coding that looks at no neighbour along the row codes each plane's piece gathered
+/// into contiguous rows (`gathered`, `piece`: reused buffers), which the predictors'
+/// flat pass then takes whole: the piece's rows are a sample segment wide, so row by row
+/// their bookkeeping would cost more than their arithmetic. The residuals are the same.
 #[allow(clippy::too_many_arguments)]
 fn sample_residuals<T: Word>(
     src: &[u8],
@@ -206,11 +215,17 @@ fn sample_residuals<T: Word>(
     coding: Coding,
     spatial: Spatial,
     columns: Range<usize>,
-    out: &mut Vec<T>,
+    scratch: &mut SampleScratch<T>,
 ) {
+    let SampleScratch {
+        residuals: out,
+        gathered,
+        piece: coded,
+    } = scratch;
     out.clear();
     let warm = coding.predictor.history().min(sample.row0 - tile.row0);
     let width = columns.len();
+    let along_rows_only = coding.spatial_rows(spatial) == (false, false);
     for &plane in &sample.planes {
         let piece = Tile {
             plane0: plane,
@@ -219,9 +234,47 @@ fn sample_residuals<T: Word>(
             row1: sample.row1,
             ..*tile
         };
-        let coded = residuals_of::<T>(src, g, &piece, coding, spatial, columns.clone());
+        if along_rows_only {
+            let w = T::BYTES;
+            gathered.clear();
+            for row in piece.row0..piece.row1 {
+                let len = g
+                    .row_len(row)
+                    .min(columns.end)
+                    .saturating_sub(columns.start);
+                let at = g.offset(plane, row, columns.start) * w;
+                gathered.extend_from_slice(&src[at..at + len * w]);
+            }
+            let rows = Geometry {
+                planes: 1,
+                plane_len: gathered.len() / w,
+                lag: width,
+                tiling: g.tiling,
+            };
+            let whole = Tile {
+                plane0: 0,
+                plane1: 1,
+                row0: 0,
+                row1: rows.rows(),
+                col0: 0,
+                col1: width,
+            };
+            residuals_into(gathered, &rows, &whole, coding, spatial, 0..width, coded);
+        } else {
+            residuals_into(src, g, &piece, coding, spatial, columns.clone(), coded);
+        }
         out.extend_from_slice(&coded[(warm * width).min(coded.len())..]);
     }
+}
+
+/// The buffers [`sample_residuals`] reuses from one call to the next.
+struct SampleScratch<T> {
+    /// The sample's residuals.
+    residuals: Vec<T>,
+    /// One plane's piece of the sample, its rows contiguous.
+    gathered: Vec<u8>,
+    /// The residuals of one plane's piece.
+    piece: Vec<T>,
 }
 
 /// Fewest rows a sample keeps per plane (predictors with a history of up to 8 rows
@@ -344,6 +397,7 @@ mod tests {
 
     #[test]
     fn samples_from_a_tiles_middle_give_the_predictor_its_history() {
+        use crate::tile::residuals::residuals as residuals_of;
         // A sample of middle rows holds the residuals the whole tile's coding gives those
         // rows, in every sampled plane: its first row is predicted from the rows before
         // it, not coded as a plane's first.
@@ -372,37 +426,50 @@ mod tests {
             Predictor::Median(3),
             Predictor::Lorenzo,
         ] {
-            let coding = Coding {
-                predictor,
-                map: ResidualMap::Subtract,
-                coder: Coder::Patched,
-                spatial_head: false,
-            };
-            let mut sampled = Vec::new();
-            sample_residuals::<u32>(
-                &data,
-                &g,
-                &tile,
-                &sample,
-                coding,
-                spatial,
-                columns.clone(),
-                &mut sampled,
-            );
-            let whole: Vec<u32> = (sample.planes.iter())
-                .flat_map(|&plane| {
-                    let piece = Tile {
-                        plane0: plane,
-                        plane1: plane + 1,
-                        ..tile
-                    };
-                    let coded =
-                        residuals_of::<u32>(&data, &g, &piece, coding, spatial, columns.clone());
-                    coded[100 * columns.len()..116 * columns.len()].to_vec()
-                })
-                .collect();
-            assert_eq!(sampled.len(), 2 * 16 * 32, "{predictor:?}");
-            assert_eq!(sampled, whole, "{predictor:?}");
+            for map in [ResidualMap::Subtract, ResidualMap::RotateSubtract] {
+                let coding = Coding {
+                    predictor,
+                    map,
+                    coder: Coder::Patched,
+                    spatial_head: false,
+                };
+                let mut scratch = SampleScratch {
+                    residuals: Vec::new(),
+                    gathered: Vec::new(),
+                    piece: Vec::new(),
+                };
+                sample_residuals::<u32>(
+                    &data,
+                    &g,
+                    &tile,
+                    &sample,
+                    coding,
+                    spatial,
+                    columns.clone(),
+                    &mut scratch,
+                );
+                let sampled = scratch.residuals;
+                let whole: Vec<u32> = (sample.planes.iter())
+                    .flat_map(|&plane| {
+                        let piece = Tile {
+                            plane0: plane,
+                            plane1: plane + 1,
+                            ..tile
+                        };
+                        let coded = residuals_of::<u32>(
+                            &data,
+                            &g,
+                            &piece,
+                            coding,
+                            spatial,
+                            columns.clone(),
+                        );
+                        coded[100 * columns.len()..116 * columns.len()].to_vec()
+                    })
+                    .collect();
+                assert_eq!(sampled.len(), 2 * 16 * 32, "{predictor:?}");
+                assert_eq!(sampled, whole, "{predictor:?}");
+            }
         }
     }
 }
