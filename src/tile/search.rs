@@ -242,6 +242,9 @@ fn sample_residuals<T: Word>(
                     .row_len(row)
                     .min(columns.end)
                     .saturating_sub(columns.start);
+                if len == 0 {
+                    break;
+                }
                 let at = g.offset(plane, row, columns.start) * w;
                 gathered.extend_from_slice(&src[at..at + len * w]);
             }
