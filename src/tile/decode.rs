@@ -9,8 +9,7 @@ use crate::word::Word;
 
 use super::header::Coding;
 use super::header::{parse_coding, TILE_HEADER_LEN};
-use super::scan::recur;
-use super::spatial::runs;
+use super::scan::restore_runs;
 
 /// Mutable access to the rows of one tile being decoded, wherever they lie in memory.
 pub trait TileRows {
@@ -162,20 +161,13 @@ fn restore_row<T: Word, M: MapOp>(
     lorenzo: bool,
     spatial_first: bool,
 ) -> Vec<T> {
-    let (w, width, s) = (T::BYTES, r.len(), spatial.stride);
+    let (w, width) = (T::BYTES, r.len());
     // Every arm below writes all `width` values of `cur`.
     let mut cur = rp.take_row(width);
     // Whether the arm stored the row already.
     let stored = match rp.predict(width) {
         None if spatial_first => {
-            for run in runs(col0, width, spatial) {
-                let (seg, res) = (&mut cur[run.clone()], &r[run]);
-                let head = s.min(seg.len());
-                for (v, &r) in seg.iter_mut().zip(res).take(head) {
-                    *v = M::restore(r, T::default());
-                }
-                recur::<T, M>(seg, s, res, None);
-            }
+            restore_runs::<T, M>(&mut cur, r, None, col0, spatial);
             false
         }
         None => {
@@ -185,14 +177,7 @@ fn restore_row<T: Word, M: MapOp>(
             false
         }
         Some(p) if lorenzo => {
-            for run in runs(col0, width, spatial) {
-                let (seg, res, p) = (&mut cur[run.clone()], &r[run.clone()], &p[run]);
-                let head = s.min(seg.len());
-                for ((v, &r), &p) in seg.iter_mut().zip(res).zip(p).take(head) {
-                    *v = M::restore(r, p);
-                }
-                recur::<T, M>(seg, s, res, Some(p));
-            }
+            restore_runs::<T, M>(&mut cur, r, Some(p), col0, spatial);
             false
         }
         Some(p) => {

@@ -4,7 +4,8 @@
 use crate::predict::residual::MapOp;
 use crate::word::Word;
 
-use super::spatial::lorenzo_prediction;
+use super::spatial::{lorenzo_prediction, runs};
+use crate::layout::Spatial;
 
 /// Restores `seg[i]` for `i` from `s` on, in order, from its residual `res[i]` and its
 /// neighbour `s` values back (the first `s` values are restored already): Lorenzo's
@@ -150,6 +151,79 @@ fn strided_prefix_sum<T: Word, const S: usize>(seg: &mut [T]) {
     }
 }
 
+/// Runs of at least this many words are restored one after another by [`recur`]; in
+/// shorter ones (an innermost axis of a few polarisations, say) the calls would cost
+/// more than the words, so [`restore_runs`] restores the row in one loop.
+const LONG_RUN: usize = 64;
+
+/// Restores a row of columns `col0..col0 + res.len()` whose words are predicted from
+/// their neighbour `spatial.stride` back within runs of the innermost axis (see
+/// [`runs`]): a run's first `stride` words from `pred` alone (zero without one), the
+/// others by Lorenzo's prediction (`pred`'s, plus the neighbour's value less its
+/// prediction) or, without `pred`, from the neighbour alone. `spatial.stride` is above 0.
+pub(super) fn restore_runs<T: Word, M: MapOp>(
+    cur: &mut [T],
+    res: &[T],
+    pred: Option<&[T]>,
+    col0: usize,
+    spatial: Spatial,
+) {
+    let s = spatial.stride;
+    if spatial.run >= LONG_RUN {
+        for run in runs(col0, res.len(), spatial) {
+            let (seg, r) = (&mut cur[run.clone()], &res[run.clone()]);
+            let head = s.min(seg.len());
+            match pred {
+                Some(p) => {
+                    let p = &p[run];
+                    for ((v, &r), &p) in seg.iter_mut().zip(r).zip(p).take(head) {
+                        *v = M::restore(r, p);
+                    }
+                    recur::<T, M>(seg, s, r, Some(p));
+                }
+                None => {
+                    for (v, &r) in seg.iter_mut().zip(r).take(head) {
+                        *v = M::restore(r, T::default());
+                    }
+                    recur::<T, M>(seg, s, r, None);
+                }
+            }
+        }
+        return;
+    }
+    // Short runs: word by word, with each word's place in its run (the first run may
+    // start part-way, see `runs`); a word waits only for its neighbour in the same run.
+    let run = spatial.run;
+    let mut at = run - col0 % run;
+    let mut c = 0;
+    let mut run_start = 0;
+    while c < res.len() {
+        let end = at.min(res.len());
+        let head = (run_start + s).min(end);
+        match pred {
+            Some(p) => {
+                for i in c..head {
+                    cur[i] = M::restore(res[i], p[i]);
+                }
+                for i in head..end {
+                    cur[i] = M::restore(res[i], lorenzo_prediction(p[i], cur[i - s], p[i - s]));
+                }
+            }
+            None => {
+                for i in c..head {
+                    cur[i] = M::restore(res[i], T::default());
+                }
+                for i in head..end {
+                    cur[i] = M::restore(res[i], cur[i - s]);
+                }
+            }
+        }
+        c = end;
+        run_start = end;
+        at = end + run;
+    }
+}
+
 /// Values per block of [`strided_prefix_sum`]: a 512-bit register of 32-bit words.
 const SCAN_LANES: usize = 16;
 
@@ -157,6 +231,52 @@ const SCAN_LANES: usize = 16;
 mod tests {
     use super::*;
     use crate::predict::residual::{RotateSubtractOp, SubtractOp, XorOp};
+
+    #[test]
+    fn rows_of_short_and_long_runs_restore_as_run_by_run() {
+        // Every stride and run length (short and long), first runs cut part-way by
+        // the tile's first column, with and without a time prediction; each run's words
+        // restored as `recur` restores a run alone.
+        fn check<M: MapOp>() {
+            let word = |i: usize, k: u64| (i as u64 ^ k).wrapping_mul(0x9e37_79b9) as u32 >> 5;
+            for (stride, axis) in [(1, 2), (2, 2), (2, 4), (1, 5), (4, 4), (2, 40), (1, 64)] {
+                let spatial = Spatial {
+                    stride,
+                    run: stride * axis,
+                };
+                for col0 in [0, 1, 3, 7, 64] {
+                    for width in [0, 1, 5, 31, 200] {
+                        let res: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
+                        let pred: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
+                        for p in [None, Some(&pred[..])] {
+                            let mut row = vec![7u32; width];
+                            restore_runs::<u32, M>(&mut row, &res, p, col0, spatial);
+                            let mut expected = vec![0u32; width];
+                            for run in runs(col0, width, spatial) {
+                                let seg = &mut expected[run.clone()];
+                                for (k, v) in seg.iter_mut().enumerate().take(stride) {
+                                    *v = M::restore(
+                                        res[run.start + k],
+                                        p.map_or(0, |p| p[run.start + k]),
+                                    );
+                                }
+                                recur::<u32, M>(
+                                    seg,
+                                    stride,
+                                    &res[run.clone()],
+                                    p.map(|p| &p[run.clone()]),
+                                );
+                            }
+                            assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
+                        }
+                    }
+                }
+            }
+        }
+        check::<XorOp>();
+        check::<SubtractOp>();
+        check::<RotateSubtractOp>();
+    }
 
     #[test]
     fn recurrences_of_every_stride_match_the_plain_loop() {
