@@ -96,7 +96,6 @@ fn residuals_with<T: Word, M: MapOp>(
             let at = g.offset(plane, row, cols.start) * w;
             let words = src[at..at + width * w].chunks_exact(w);
             let mut cur = rp.take_row(width);
-            let s = spatial.stride;
             let prediction = rp.predict(width);
             if let (Some(p), false) = (prediction, lorenzo) {
                 // The common case in one pass: each word read once, kept as history and
@@ -117,18 +116,7 @@ fn residuals_with<T: Word, M: MapOp>(
             }
             match prediction {
                 // Lorenzo (the plain time prediction took the one-pass loop above).
-                Some(p) => {
-                    for run in runs(cols.start, width, spatial) {
-                        let head = run.start..(run.start + s).min(run.end);
-                        for c in head.clone() {
-                            dst[c] = M::residual(cur[c], p[c]);
-                        }
-                        for c in head.end..run.end {
-                            let predicted = lorenzo_prediction(p[c], cur[c - s], p[c - s]);
-                            dst[c] = M::residual(cur[c], predicted);
-                        }
-                    }
-                }
+                Some(p) => along_runs::<T, M>(&cur, Some(p), dst, spatial, cols.start),
                 None => row_residuals::<T, M>(None, &cur, dst, spatial_first, spatial, cols.start),
             }
             rp.observe(cur);
@@ -153,23 +141,99 @@ fn row_residuals<T: Word, M: MapOp>(
                 *d = M::residual(m, p);
             }
         }
-        None if spatial_first => {
-            let s = spatial.stride;
-            for run in runs(col0, cur.len(), spatial) {
-                for c in run.clone() {
-                    let p = if c >= run.start + s {
-                        cur[c - s]
-                    } else {
-                        T::default()
-                    };
-                    dst[c] = M::residual(cur[c], p);
-                }
-            }
-        }
+        None if spatial_first => along_runs::<T, M>(cur, None, dst, spatial, col0),
         None => {
             for (d, &m) in dst.iter_mut().zip(cur) {
                 *d = M::residual(m, T::default());
             }
         }
+    }
+}
+
+/// Writes into `dst` the residuals of the mapped row `cur` (starting at column `col0`)
+/// predicted from the neighbour `spatial.stride` (above 0) back within runs of the
+/// innermost axis (see [`runs`]): by Lorenzo's prediction with the time prediction
+/// `prediction`, else by the neighbour alone; each run's first `stride` words, which
+/// have no neighbour, by the time prediction alone (zero without one). Every word is
+/// first coded as if it had a neighbour, in one pass that vectorises, and the runs'
+/// first words are then coded again: runs of a few polarisations make a loop per run
+/// cost more than its words.
+fn along_runs<T: Word, M: MapOp>(
+    cur: &[T],
+    prediction: Option<&[T]>,
+    dst: &mut [T],
+    spatial: Spatial,
+    col0: usize,
+) {
+    let (s, width) = (spatial.stride, cur.len());
+    let s = s.min(width);
+    let (later, left) = (&cur[s..], &cur[..width - s]);
+    match prediction {
+        Some(p) => {
+            let (now, back) = (&p[s..width], &p[..width - s]);
+            let words = dst[s..].iter_mut().zip(later).zip(left).zip(now).zip(back);
+            for ((((d, &m), &left), &now), &back) in words {
+                *d = M::residual(m, lorenzo_prediction(now, left, back));
+            }
+        }
+        None => {
+            for ((d, &m), &left) in dst[s..].iter_mut().zip(later).zip(left) {
+                *d = M::residual(m, left);
+            }
+        }
+    }
+    for run in runs(col0, width, spatial) {
+        for c in run.start..(run.start + spatial.stride).min(run.end) {
+            let time = prediction.map_or(T::default(), |p| p[c]);
+            dst[c] = M::residual(cur[c], time);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::residual::{RotateSubtractOp, SubtractOp, XorOp};
+
+    #[test]
+    fn rows_along_runs_code_as_run_by_run() {
+        // Every stride and run length, first runs cut part-way by the first column,
+        // with and without a time prediction, against each run's words coded alone.
+        fn check<M: MapOp>() {
+            let word = |i: usize, k: u64| (i as u64 ^ k).wrapping_mul(0x9e37_79b9) as u32 >> 5;
+            for (stride, axis) in [(1, 2), (2, 2), (2, 4), (1, 5), (4, 4), (2, 40), (8, 1)] {
+                let spatial = Spatial {
+                    stride,
+                    run: stride * axis,
+                };
+                for col0 in [0, 1, 3, 7, 64] {
+                    for width in [0, 1, 5, 31, 200] {
+                        let cur: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
+                        let time: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
+                        for p in [None, Some(&time[..])] {
+                            let mut row = vec![7u32; width];
+                            along_runs::<u32, M>(&cur, p, &mut row, spatial, col0);
+                            let mut expected = vec![0u32; width];
+                            for run in runs(col0, width, spatial) {
+                                for c in run.clone() {
+                                    let now = p.map_or(0, |p| p[c]);
+                                    let predicted = if c >= run.start + stride {
+                                        let back = p.map_or(0, |p| p[c - stride]);
+                                        lorenzo_prediction(now, cur[c - stride], back)
+                                    } else {
+                                        now
+                                    };
+                                    expected[c] = M::residual(cur[c], predicted);
+                                }
+                            }
+                            assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
+                        }
+                    }
+                }
+            }
+        }
+        check::<XorOp>();
+        check::<SubtractOp>();
+        check::<RotateSubtractOp>();
     }
 }
