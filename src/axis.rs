@@ -193,16 +193,15 @@ impl<'a, T: Word> Sample<'a, T> {
         let mut bits = 0u64;
         for start in self.run_starts() {
             self.load_run::<M>(start, &mut words);
-            // The word `lag` back of each, or the mapped zero where there is none in
-            // the plane (before the chunk, too: those words are within their plane's
-            // first `lag`).
+            // The word `lag` back of each (those before the chunk not loaded: they are
+            // within their plane's first `lag`), then the mapped zero wherever there is
+            // none in the plane.
             let before = lag.saturating_sub(start).min(RUN);
-            above[..before].fill(zero);
             if before < RUN {
                 self.load_run::<M>(start + before - lag, &mut above[before..]);
             }
-            let mut at = before;
-            let mut in_plane = (start + before) % plane_len;
+            let mut at = 0;
+            let mut in_plane = start % plane_len;
             while at < RUN {
                 let span = if in_plane < lag {
                     let span = (lag - in_plane).min(RUN - at);

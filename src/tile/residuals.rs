@@ -194,6 +194,7 @@ fn along_runs<T: Word, M: MapOp>(
 mod tests {
     use super::*;
     use crate::predict::residual::{RotateSubtractOp, SubtractOp, XorOp};
+    use crate::tile::spatial::row_cases;
 
     #[test]
     fn rows_along_runs_code_as_run_by_run() {
@@ -201,34 +202,27 @@ mod tests {
         // with and without a time prediction, against each run's words coded alone.
         fn check<M: MapOp>() {
             let word = |i: usize, k: u64| (i as u64 ^ k).wrapping_mul(0x9e37_79b9) as u32 >> 5;
-            for (stride, axis) in [(1, 2), (2, 2), (2, 4), (1, 5), (4, 4), (2, 40), (8, 1)] {
-                let spatial = Spatial {
-                    stride,
-                    run: stride * axis,
-                };
-                for col0 in [0, 1, 3, 7, 64] {
-                    for width in [0, 1, 5, 31, 200] {
-                        let cur: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
-                        let time: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
-                        for p in [None, Some(&time[..])] {
-                            let mut row = vec![7u32; width];
-                            along_runs::<u32, M>(&cur, p, &mut row, spatial, col0);
-                            let mut expected = vec![0u32; width];
-                            for run in runs(col0, width, spatial) {
-                                for c in run.clone() {
-                                    let now = p.map_or(0, |p| p[c]);
-                                    let predicted = if c >= run.start + stride {
-                                        let back = p.map_or(0, |p| p[c - stride]);
-                                        lorenzo_prediction(now, cur[c - stride], back)
-                                    } else {
-                                        now
-                                    };
-                                    expected[c] = M::residual(cur[c], predicted);
-                                }
-                            }
-                            assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
+            for (spatial, col0, width) in row_cases() {
+                let stride = spatial.stride;
+                let cur: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
+                let time: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
+                for p in [None, Some(&time[..])] {
+                    let mut row = vec![7u32; width];
+                    along_runs::<u32, M>(&cur, p, &mut row, spatial, col0);
+                    let mut expected = vec![0u32; width];
+                    for run in runs(col0, width, spatial) {
+                        for c in run.clone() {
+                            let now = p.map_or(0, |p| p[c]);
+                            let predicted = if c >= run.start + stride {
+                                let back = p.map_or(0, |p| p[c - stride]);
+                                lorenzo_prediction(now, cur[c - stride], back)
+                            } else {
+                                now
+                            };
+                            expected[c] = M::residual(cur[c], predicted);
                         }
                     }
+                    assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
                 }
             }
         }

@@ -172,22 +172,11 @@ pub(super) fn restore_runs<T: Word, M: MapOp>(
     if spatial.run >= LONG_RUN {
         for run in runs(col0, res.len(), spatial) {
             let (seg, r) = (&mut cur[run.clone()], &res[run.clone()]);
-            let head = s.min(seg.len());
-            match pred {
-                Some(p) => {
-                    let p = &p[run];
-                    for ((v, &r), &p) in seg.iter_mut().zip(r).zip(p).take(head) {
-                        *v = M::restore(r, p);
-                    }
-                    recur::<T, M>(seg, s, r, Some(p));
-                }
-                None => {
-                    for (v, &r) in seg.iter_mut().zip(r).take(head) {
-                        *v = M::restore(r, T::default());
-                    }
-                    recur::<T, M>(seg, s, r, None);
-                }
+            let p = pred.map(|p| &p[run]);
+            for (k, v) in seg.iter_mut().enumerate().take(s) {
+                *v = M::restore(r[k], p.map_or(T::default(), |p| p[k]));
             }
+            recur::<T, M>(seg, s, r, p);
         }
         return;
     }
@@ -196,10 +185,9 @@ pub(super) fn restore_runs<T: Word, M: MapOp>(
     let run = spatial.run;
     let mut at = run - col0 % run;
     let mut c = 0;
-    let mut run_start = 0;
     while c < res.len() {
         let end = at.min(res.len());
-        let head = (run_start + s).min(end);
+        let head = (c + s).min(end);
         match pred {
             Some(p) => {
                 for i in c..head {
@@ -219,7 +207,6 @@ pub(super) fn restore_runs<T: Word, M: MapOp>(
             }
         }
         c = end;
-        run_start = end;
         at = end + run;
     }
 }
@@ -231,6 +218,7 @@ const SCAN_LANES: usize = 16;
 mod tests {
     use super::*;
     use crate::predict::residual::{RotateSubtractOp, SubtractOp, XorOp};
+    use crate::tile::spatial::row_cases;
 
     #[test]
     fn rows_of_short_and_long_runs_restore_as_run_by_run() {
@@ -239,37 +227,23 @@ mod tests {
         // restored as `recur` restores a run alone.
         fn check<M: MapOp>() {
             let word = |i: usize, k: u64| (i as u64 ^ k).wrapping_mul(0x9e37_79b9) as u32 >> 5;
-            for (stride, axis) in [(1, 2), (2, 2), (2, 4), (1, 5), (4, 4), (2, 40), (1, 64)] {
-                let spatial = Spatial {
-                    stride,
-                    run: stride * axis,
-                };
-                for col0 in [0, 1, 3, 7, 64] {
-                    for width in [0, 1, 5, 31, 200] {
-                        let res: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
-                        let pred: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
-                        for p in [None, Some(&pred[..])] {
-                            let mut row = vec![7u32; width];
-                            restore_runs::<u32, M>(&mut row, &res, p, col0, spatial);
-                            let mut expected = vec![0u32; width];
-                            for run in runs(col0, width, spatial) {
-                                let seg = &mut expected[run.clone()];
-                                for (k, v) in seg.iter_mut().enumerate().take(stride) {
-                                    *v = M::restore(
-                                        res[run.start + k],
-                                        p.map_or(0, |p| p[run.start + k]),
-                                    );
-                                }
-                                recur::<u32, M>(
-                                    seg,
-                                    stride,
-                                    &res[run.clone()],
-                                    p.map(|p| &p[run.clone()]),
-                                );
-                            }
-                            assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
+            for (spatial, col0, width) in row_cases() {
+                let stride = spatial.stride;
+                let res: Vec<u32> = (0..width).map(|i| word(i, 1)).collect();
+                let pred: Vec<u32> = (0..width).map(|i| word(i, 9)).collect();
+                for p in [None, Some(&pred[..])] {
+                    let mut row = vec![7u32; width];
+                    restore_runs::<u32, M>(&mut row, &res, p, col0, spatial);
+                    let mut expected = vec![0u32; width];
+                    for run in runs(col0, width, spatial) {
+                        let seg = &mut expected[run.clone()];
+                        for (k, v) in seg.iter_mut().enumerate().take(stride) {
+                            *v = M::restore(res[run.start + k], p.map_or(0, |p| p[run.start + k]));
                         }
+                        let p = p.map(|p| &p[run.clone()]);
+                        recur::<u32, M>(seg, stride, &res[run.clone()], p);
                     }
+                    assert_eq!(row, expected, "{spatial:?} {col0} {width} {}", p.is_some());
                 }
             }
         }

@@ -151,11 +151,7 @@ pub(super) fn choose<T: Word>(
         width,
         left: spatial.stride.max(1),
     };
-    let mut scratch = SampleScratch {
-        residuals: Vec::new(),
-        gathered: Vec::new(),
-        piece: Vec::new(),
-    };
+    let mut scratch = SampleScratch::default();
     let mut estimate = |coding: Coding| -> u64 {
         starts
             .iter()
@@ -236,17 +232,14 @@ fn sample_residuals<T: Word>(
         };
         if along_rows_only {
             let w = T::BYTES;
+            let cut = Tile {
+                col0: columns.start,
+                col1: columns.end,
+                ..piece
+            };
             gathered.clear();
-            for row in piece.row0..piece.row1 {
-                let len = g
-                    .row_len(row)
-                    .min(columns.end)
-                    .saturating_sub(columns.start);
-                if len == 0 {
-                    break;
-                }
-                let at = g.offset(plane, row, columns.start) * w;
-                gathered.extend_from_slice(&src[at..at + len * w]);
+            for words in g.tile_row_ranges(&cut) {
+                gathered.extend_from_slice(&src[words.start * w..words.end * w]);
             }
             let rows = Geometry {
                 planes: 1,
@@ -271,6 +264,7 @@ fn sample_residuals<T: Word>(
 }
 
 /// The buffers [`sample_residuals`] reuses from one call to the next.
+#[derive(Default)]
 struct SampleScratch<T> {
     /// The sample's residuals.
     residuals: Vec<T>,
@@ -436,11 +430,7 @@ mod tests {
                     coder: Coder::Patched,
                     spatial_head: false,
                 };
-                let mut scratch = SampleScratch {
-                    residuals: Vec::new(),
-                    gathered: Vec::new(),
-                    piece: Vec::new(),
-                };
+                let mut scratch = SampleScratch::default();
                 sample_residuals::<u32>(
                     &data,
                     &g,

@@ -32,3 +32,32 @@ pub(super) fn runs(
             .map(move |at| at..(at + run).min(width)),
     )
 }
+
+/// Rows of runs for the tests of the codings along them: every stride and run length
+/// (runs of one neighbour, short runs of a few, long runs), first runs cut part-way by
+/// the row's first column, rows from empty to many runs long; as (spatial, first column,
+/// width).
+#[cfg(test)]
+pub(super) fn row_cases() -> impl Iterator<Item = (Spatial, usize, usize)> {
+    let shapes = [
+        (1, 2),
+        (2, 2),
+        (2, 4),
+        (1, 5),
+        (4, 4),
+        (2, 40),
+        (1, 64),
+        (8, 1),
+    ];
+    shapes.into_iter().flat_map(|(stride, axis)| {
+        let spatial = Spatial {
+            stride,
+            run: stride * axis,
+        };
+        [0, 1, 3, 7, 64].into_iter().flat_map(move |col0| {
+            [0, 1, 5, 31, 200]
+                .into_iter()
+                .map(move |width| (spatial, col0, width))
+        })
+    })
+}
