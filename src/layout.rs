@@ -399,6 +399,9 @@ pub fn checked_product(dims: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::InvalidParams(format!("shape {dims:?} overflows")))
 }
 
+/// Tiles narrower than their rows have a multiple of this many columns.
+const TILE_COLS_MULTIPLE: usize = 16;
+
 impl Tiling {
     /// Chooses tile dimensions for planes of `plane_len` words and rows of `lag` words,
     /// tiles of about `target` words (at most [`MAX_TILE_WORDS`]).
@@ -418,7 +421,14 @@ impl Tiling {
                 tile_cols: lag,
             };
         }
+        // Columns in multiples of 16 (unless the tile spans the row), so that rows
+        // of archive tiles split into the 16 bands of banded coding.
         let tile_cols = (target / rows).clamp(MIN_TILE_COLS, lag);
+        let tile_cols = if tile_cols < lag {
+            tile_cols / TILE_COLS_MULTIPLE * TILE_COLS_MULTIPLE
+        } else {
+            tile_cols
+        };
         let tile_rows = (target / tile_cols).clamp(1, rows);
         Tiling {
             planes_per_tile: 1,

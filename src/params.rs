@@ -182,6 +182,7 @@ impl Params {
             }),
             generic_on_repeats: archive,
             float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
+            banded: archive && self.coder.is_none(),
         }
     }
 

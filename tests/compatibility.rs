@@ -731,6 +731,32 @@ fn cases() -> Vec<Case> {
         data: f64_bytes(&spiky),
         params: p,
     });
+    // Coder 11 (banded context rANS) as archive mode writes it for tiles of at least
+    // 32768 words in rows of a multiple of 16: bit-length tokens on a series of complex64
+    // (one tile of 8 rows of 4096 words), float-field tokens on noise of as many words.
+    let mut p = params(4, &[8, 2048, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex64_banded_archive".into(),
+        data: f32_bytes(&series(&[8, 2048, 2], 29)),
+        params: p,
+    });
+    let mut rng = SplitMix(31);
+    let noise: Vec<f64> = (0..32768)
+        .map(|_| {
+            let (u, v) = (rng.unit().max(1e-300), rng.unit());
+            30.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        })
+        .collect();
+    let mut p = params(4, &[1, 1024, 16, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex64_banded_fields_archive".into(),
+        data: f32_bytes(&noise),
+        params: p,
+    });
     out
 }
 

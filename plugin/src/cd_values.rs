@@ -339,8 +339,8 @@ mod tests {
             "unknown residual map 4 in cd_values[1] (0 to 3)"
         );
         assert_eq!(
-            UserOptions::parse(&[0, 11 << 16]).unwrap_err(),
-            "unknown residual coder 11 in cd_values[1] (0 to 10)"
+            UserOptions::parse(&[0, 12 << 16]).unwrap_err(),
+            "unknown residual coder 12 in cd_values[1] (0 to 11)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

@@ -40,6 +40,7 @@ CODERS = {
     "shuffled-lz4": 8,
     "shuffled-zstd": 9,
     "float-fields": 10,
+    "banded-ans": 11,
 }
 
 MAX_THREADS = 1024

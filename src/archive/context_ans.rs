@@ -124,13 +124,7 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// Appends what follows the context configuration in the coding of `values` with
 /// `model` (theirs): tables, rANS stream and raw bits.
 pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
-    let mut tw = BitWriter::default();
-    let tables: Vec<Table> = model
-        .context_counts::<T>()
-        .map(|c| write_table(c, &mut tw))
-        .collect();
-    out.extend_from_slice(&tw.finish());
-
+    let tables = write_tables::<T>(model, out);
     let mut enc = rans::Encoder::with_capacity(values.len());
     for i in (0..values.len()).rev() {
         let t = &tables[usize::from(model.contexts[i])];
@@ -147,10 +141,61 @@ pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
     out.extend_from_slice(&raw.finish());
 }
 
+/// Appends the tables of `model`'s contexts (bit-packed, padded to a byte) to `out` and
+/// returns them.
+pub(super) fn write_tables<T: Word>(model: &Model, out: &mut Vec<u8>) -> Vec<Table> {
+    let mut tw = BitWriter::default();
+    let tables: Vec<Table> = model
+        .context_counts::<T>()
+        .map(|c| write_table(c, &mut tw))
+        .collect();
+    out.extend_from_slice(&tw.finish());
+    tables
+}
+
+/// Reads the tables of `cfg`'s contexts into `tables` from the start of `input` (the
+/// coding after its configuration), then the rANS stream length; returns the rANS
+/// stream and the raw bits after it.
+pub(super) fn read_tables<'a, T: Word>(
+    input: &'a [u8],
+    cfg: ContextConfig,
+    tables: &mut DecodeTables,
+) -> Result<(&'a [u8], &'a [u8]), StreamError> {
+    let alphabet = cfg.alphabet::<T>();
+    let mut tr = BitReader::new(input);
+    tables.clear();
+    for _ in 0..cfg.contexts() {
+        read_table(&mut tr, alphabet, tables)?;
+    }
+    if tr.overrun() {
+        return Err(StreamError::Truncated("coding ends inside its tables"));
+    }
+    let rest = &input[tr.bytes_used()..];
+    let (len, rest) = rest.split_first_chunk::<4>().ok_or(StreamError::Truncated(
+        "coding ends before its rANS stream length",
+    ))?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if len > rest.len() {
+        return Err(StreamError::RansOverrun {
+            len,
+            left: rest.len(),
+        });
+    }
+    Ok(rest.split_at(len))
+}
+
+/// `f` of this thread's decoding tables (fresh ones when they are in use).
+pub(super) fn with_tables<R>(f: impl FnOnce(&mut DecodeTables) -> R) -> R {
+    TABLES.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut tables) => f(&mut tables),
+        Err(_) => f(&mut DecodeTables::new()),
+    })
+}
+
 /// What the decoder needs of a token: its class (bits 0 to 7), the number of raw
 /// bits that follow it (bits 8 to 15) and the bits of its value above those (from bit
 /// 16), for each of the 256 possible tokens.
-fn token_values<T: Word>(cfg: ContextConfig) -> [u32; 256] {
+pub(super) fn token_values<T: Word>(cfg: ContextConfig) -> [u32; 256] {
     let mut values = [0u32; 256];
     for (t, value) in values.iter_mut().enumerate().take(cfg.alphabet::<T>()) {
         let (c, n, top) = cfg.token_value(t as u8);
@@ -181,10 +226,7 @@ pub fn decode_configured<T: Word>(
     dims: Dims,
     out: &mut [T],
 ) -> Result<(), StreamError> {
-    TABLES.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut tables) => decode_with(input, cfg, dims, out, &mut tables),
-        Err(_) => decode_with(input, cfg, dims, out, &mut DecodeTables::new()),
-    })
+    with_tables(|tables| decode_with(input, cfg, dims, out, tables))
 }
 
 /// [`decode_configured`] with `tables` for the decoding tables.
@@ -195,27 +237,7 @@ fn decode_with<T: Word>(
     out: &mut [T],
     tables: &mut DecodeTables,
 ) -> Result<(), StreamError> {
-    let alphabet = cfg.alphabet::<T>();
-    let mut tr = BitReader::new(&input[cfg.len()..]);
-    tables.clear();
-    for _ in 0..cfg.contexts() {
-        read_table(&mut tr, alphabet, tables)?;
-    }
-    if tr.overrun() {
-        return Err(StreamError::Truncated("coding ends inside its tables"));
-    }
-    let rest = &input[cfg.len() + tr.bytes_used()..];
-    let (len, rest) = rest.split_first_chunk::<4>().ok_or(StreamError::Truncated(
-        "coding ends before its rANS stream length",
-    ))?;
-    let len = u32::from_le_bytes(*len) as usize;
-    if len > rest.len() {
-        return Err(StreamError::RansOverrun {
-            len,
-            left: rest.len(),
-        });
-    }
-    let (stream, raw) = rest.split_at(len);
+    let (stream, raw) = read_tables::<T>(&input[cfg.len()..], cfg, tables)?;
     let mut base = [0; 256];
     for (c, b) in base.iter_mut().enumerate() {
         *b = cfg.context(c as u8, c as u8) as u8 - u8::from(cfg.split == 3);

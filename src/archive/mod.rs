@@ -2,6 +2,8 @@
 //! with static rANS or canonical Huffman codes, its float-field tokens for values no
 //! predictor helps, and the value dictionary for tiles of few distinct words.
 
+pub mod band_rans;
+pub mod banded;
 pub mod context;
 pub mod context_ans;
 pub mod context_huffman;

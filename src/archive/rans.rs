@@ -49,11 +49,30 @@ impl Table {
 /// The decoder's form of a frequency table: the symbol of each of its [`PROB_SCALE`]
 /// slots, and the frequency (bits 0 to 15) and cumulative frequency (from bit 16) of
 /// each of the 256 possible symbols.
+///
+/// Laid out as C lays it out, the symbols first, so that a vector kernel may load the
+/// 4 bytes at any slot (the 3 after the last slot are the first range's).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct DecodeTable {
     symbols: [u8; PROB_SCALE as usize],
     ranges: [u32; 256],
 }
+
+impl DecodeTable {
+    /// The symbol of slot `slot` (its low [`PROB_BITS`] bits) and the symbol's range:
+    /// frequency (bits 0 to 15) and cumulative frequency (from bit 16).
+    #[inline(always)]
+    pub fn lookup(&self, slot: u32) -> (usize, u32) {
+        let symbol = self.symbols[(slot & (PROB_SCALE - 1)) as usize];
+        (usize::from(symbol), self.ranges[usize::from(symbol)])
+    }
+}
+
+/// Byte offset of a [`DecodeTable`]'s symbol of slot 0 within it.
+pub const SYMBOLS_OFFSET: usize = std::mem::offset_of!(DecodeTable, symbols);
+/// Byte offset of a [`DecodeTable`]'s range of symbol 0 within it.
+pub const RANGES_OFFSET: usize = std::mem::offset_of!(DecodeTable, ranges);
 
 /// Several [`DecodeTable`]s, whose memory is kept from one use to the next.
 #[derive(Debug)]

@@ -193,6 +193,11 @@ impl<'a> BitCursor<'a> {
         BitCursor { input, pos: 0 }
     }
 
+    /// A cursor at bit `bit` of `input`.
+    pub fn at(input: &'a [u8], bit: u64) -> BitCursor<'a> {
+        BitCursor { input, pos: bit }
+    }
+
     /// Reads an `n <= 56`-bit field.
     #[inline(always)]
     pub fn get(&mut self, n: u32) -> u64 {

@@ -4,7 +4,7 @@ pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use crate::archive::{context, context_ans, context_huffman, dictionary, float_fields};
+use crate::archive::{banded, context, context_ans, context_huffman, dictionary, float_fields};
 use crate::fast::{bitplane, leading_zero_bytes, patched, rice};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
@@ -44,11 +44,16 @@ pub enum Coder {
     /// and top mantissa bits coded with static rANS, one table per context of
     /// neighbouring exponents, and the rest of the mantissa raw.
     FloatFields,
+    /// Archive mode's coder for large tiles: the tokens, contexts and tables of
+    /// [`Coder::ContextAns`] (or [`Coder::FloatFields`]), the rows cut into bands coded
+    /// one residual of each in turn, each band with a rANS state of its own, so that a
+    /// decoder follows 16 at once.
+    Banded,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 10] = [
+    pub const ALL: [Coder; 11] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -59,6 +64,7 @@ impl Coder {
         Coder::ShuffledLz4,
         Coder::ShuffledZstd,
         Coder::FloatFields,
+        Coder::Banded,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -74,6 +80,7 @@ impl Coder {
             Coder::ShuffledLz4 => 8,
             Coder::ShuffledZstd => 9,
             Coder::FloatFields => 10,
+            Coder::Banded => 11,
         }
     }
 
@@ -95,6 +102,7 @@ impl Coder {
             Coder::ShuffledLz4 => "shuffled-lz4",
             Coder::ShuffledZstd => "shuffled-zstd",
             Coder::FloatFields => "float-fields",
+            Coder::Banded => "banded-ans",
         }
     }
 
@@ -111,6 +119,7 @@ impl Coder {
             Coder::ShuffledLz4 => shuffled::encode(values, shuffled::Backend::Lz4, out),
             Coder::ShuffledZstd => shuffled::encode(values, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::encode(values, dims, out),
+            Coder::Banded => banded::encode(values, dims, out),
         }
     }
 
@@ -133,6 +142,7 @@ impl Coder {
             Coder::ShuffledLz4 => shuffled::decode(input, shuffled::Backend::Lz4, out),
             Coder::ShuffledZstd => shuffled::decode(input, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::decode(input, dims, out),
+            Coder::Banded => banded::decode(input, dims, out),
         }
     }
 
@@ -146,7 +156,9 @@ impl Coder {
             Coder::Patched => patched::estimate_bits(values),
             Coder::ShuffledLz4 => shuffled::encoded_bits(values, shuffled::Backend::Lz4),
             Coder::ShuffledZstd => shuffled::encoded_bits(values, shuffled::Backend::Zstd),
-            Coder::ContextAns | Coder::ContextHuffman => context::estimate_bits(values, dims),
+            Coder::ContextAns | Coder::ContextHuffman | Coder::Banded => {
+                context::estimate_bits(values, dims)
+            }
             Coder::Dictionary => dictionary::estimate_bits(values)
                 .unwrap_or_else(|| context::estimate_bits(values, dims)),
             Coder::FloatFields => float_fields::estimate_bits(values, dims),
@@ -171,6 +183,7 @@ impl Coder {
             // General-purpose compressors have no per-value floor: the bound is per tile.
             Coder::ShuffledLz4 | Coder::ShuffledZstd => shuffled::min_encoded_len(),
             Coder::FloatFields => float_fields::min_encoded_len(),
+            Coder::Banded => banded::min_encoded_len(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Encoding a tile: the residuals of its words, row by row, handed to the coder.
 
-use crate::archive::{dictionary, float_fields};
+use crate::archive::{banded, dictionary, float_fields};
 use crate::buffers;
 use crate::coder::Coder;
 use crate::fast::patched;
@@ -31,6 +31,17 @@ pub fn encode_tile_into<T: Word>(
     let dims = Dims::of(tile, spatial);
     T::with_scratch(|chosen| {
         residuals_into(src, g, tile, coding, spatial, cols.clone(), chosen);
+        let coding = if candidates.banded
+            && coding.coder == Coder::ContextAns
+            && banded::pays(chosen.len(), dims)
+        {
+            Coding {
+                coder: Coder::Banded,
+                ..coding
+            }
+        } else {
+            coding
+        };
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
             let sample = sample_share(g, GENERIC_SAMPLE);
@@ -90,10 +101,19 @@ pub fn encode_tile_into<T: Word>(
         let choice = float_fields::zero_order(words);
         let current = (out.len() - start) as u64;
         if choice.bits / 8 < current + current / FLOAT_FIELDS_CONTEXT_GAIN {
-            let coding = raw(Coder::FloatFields);
+            let banded = candidates.banded && banded::pays(words.len(), dims);
+            let coding = raw(if banded {
+                Coder::Banded
+            } else {
+                Coder::FloatFields
+            });
             keep_smaller_of::<T>(words.len(), start, out, |alternative| {
                 coding.write_header(alternative);
-                float_fields::encode_chosen(words, dims, choice, alternative);
+                if banded {
+                    banded::encode_fields(words, dims, choice, alternative);
+                } else {
+                    float_fields::encode_chosen(words, dims, choice, alternative);
+                }
             });
         }
     }

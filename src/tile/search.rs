@@ -42,6 +42,9 @@ pub struct Candidates {
     /// coded by their float fields (float data in archive mode): for noise, which no
     /// predictor helps.
     pub float_fields: bool,
+    /// Code tiles large enough with coder 11 (banded context rANS) in place of the
+    /// context coders 4 and 10 (archive mode with no coder requested).
+    pub banded: bool,
 }
 
 impl Candidates {

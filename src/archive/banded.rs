@@ -1,0 +1,413 @@
+//! Coder 11, banded context rANS (specified in docs/format.md): the tokens, contexts and
+//! tables of coder 4 (or of coder 10's float fields), with the tile's rows cut into `G`
+//! bands of columns and the residuals taken one from each band in turn ("band order"),
+//! each band with a rANS state of its own ([`band_rans`]).
+//!
+//! In band order, position `p` of the tile's residuals is band `p mod G`, and its
+//! neighbours (`p - width`, the same column one row earlier; `p - G left`, the same
+//! band `left` residuals earlier) lie in its own band, so the `G` residuals of one turn
+//! depend on none of each other: the decoder's vector kernel ([`kernel`]) decodes 16 at
+//! once, their contexts from two 16-byte loads of earlier classes, where coder 4 follows
+//! one chain of dependent lookups per residual. The raw bits are read afterwards in
+//! one pass. The model is coder 4's over the residuals in band order, with `G left` for
+//! `left`, so the encoder reuses it whole.
+
+mod kernel;
+
+use super::band_rans::{self, MAX_BANDS};
+use super::context::{ContextConfig, Model, CONFIG_LEN};
+use super::context_ans::{read_tables, token_values, with_tables, write_tables};
+use super::float_fields::{self, Choice};
+use super::rans::DecodeTable;
+use crate::bits::io::{BitCursor, BitWriter};
+use crate::layout::Dims;
+use crate::stream_error::StreamError;
+use crate::word::Word;
+
+/// Bands the tile encoder writes.
+pub const BANDS: usize = 16;
+/// Fewest residuals of a tile that the tile encoder codes banded: below, the states of
+/// 16 bands (56 bytes more than coder 4's two) cost more than 0.1% of a typical coding.
+pub const MIN_RESIDUALS: usize = 1 << 15;
+
+/// Kind byte: coder 4's bit-length tokens.
+const KIND_LENGTHS: u8 = 0;
+/// Kind byte: coder 10's float-field tokens.
+const KIND_FIELDS: u8 = 1;
+
+/// Whether the tile encoder codes `n` residuals laid out as `dims` banded rather than
+/// with coder 4 or 10: enough of them, in whole rows that split into [`BANDS`] bands.
+pub fn pays(n: usize, dims: Dims) -> bool {
+    n >= MIN_RESIDUALS && bands_for(n, dims.width.max(1)) == BANDS
+}
+
+/// The most bands (16, 8, 4, 2 or 1) the rows of `n` residuals, `width` words each, cut
+/// into: 1 unless the rows are whole.
+fn bands_for(n: usize, width: usize) -> usize {
+    if !n.is_multiple_of(width) {
+        return 1;
+    }
+    [16, 8, 4, 2]
+        .into_iter()
+        .find(|&g| width.is_multiple_of(g))
+        .unwrap_or(1)
+}
+
+/// The layout the model sees in band order: the same width, `bands` times the `left`.
+fn band_dims(dims: Dims, bands: usize) -> Dims {
+    Dims {
+        width: dims.width.max(1),
+        left: dims.left.max(1) * bands,
+    }
+}
+
+/// `values` (whole rows of `width`, unless `bands` is 1) in band order.
+fn to_band_order<T: Copy>(values: &[T], width: usize, bands: usize) -> Vec<T> {
+    if bands == 1 {
+        return values.to_vec();
+    }
+    let b = width / bands;
+    let mut out = Vec::with_capacity(values.len());
+    for row in values.chunks_exact(width) {
+        for c in 0..b {
+            out.extend((0..bands).map(|g| row[g * b + c]));
+        }
+    }
+    out
+}
+
+/// Appends the coding of `values`, laid out as `dims` says, with bit-length tokens and
+/// the most bands their rows allow, to `out`.
+pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
+    let width = dims.width.max(1);
+    let bands = bands_for(values.len(), width);
+    let ordered = to_band_order(values, width, bands);
+    let model = Model::build_best(&ordered, band_dims(dims, bands));
+    write(&ordered, &model, bands, out);
+}
+
+/// Appends the coding of `values`, laid out as `dims` says, with coder 10's float-field
+/// tokens of `choice` (the window and token width of `values`), to `out`.
+pub fn encode_fields<T: Word>(values: &[T], dims: Dims, choice: Choice, out: &mut Vec<u8>) {
+    let width = dims.width.max(1);
+    let bands = bands_for(values.len(), width);
+    let ordered = to_band_order(values, width, bands);
+    let model = float_fields::model(&ordered, band_dims(dims, bands), choice);
+    write(&ordered, &model, bands, out);
+}
+
+/// Appends the coding of `ordered` (residuals in band order of `bands` bands) with
+/// `model` (theirs).
+fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>) {
+    out.push(bands as u8);
+    out.push(if model.cfg.fields.is_some() {
+        KIND_FIELDS
+    } else {
+        KIND_LENGTHS
+    });
+    model.cfg.write(out);
+    let tables = write_tables::<T>(model, out);
+    let n = ordered.len();
+    let mut enc = band_rans::Encoder::new(bands, n / 2);
+    let mut band = n.checked_sub(1).map_or(0, |last| last % bands);
+    for p in (0..n).rev() {
+        let t = &tables[usize::from(model.contexts[p])];
+        let s = usize::from(model.tokens[p]);
+        enc.put(band, t.freq[s].into(), t.cum[s].into());
+        band = band.checked_sub(1).unwrap_or(bands - 1);
+    }
+    let mut stream = Vec::new();
+    enc.finish(&mut stream);
+    out.extend_from_slice(&(stream.len() as u32).to_le_bytes());
+    out.extend_from_slice(&stream);
+    let mut raw = BitWriter::with_capacity(n * T::BYTES);
+    model.cfg.write_raw_bits(ordered, &model.classes, &mut raw);
+    out.extend_from_slice(&raw.finish());
+}
+
+/// Decodes `out.len()` values, laid out as `dims` says, from `input`, which must be
+/// exactly their coding.
+pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
+    let (&[bands, kind], rest) = input
+        .split_first_chunk::<2>()
+        .ok_or(StreamError::Truncated("coding shorter than its band count"))?;
+    let bands = usize::from(bands);
+    let width = dims.width.max(1);
+    let n = out.len();
+    if !(1..=MAX_BANDS).contains(&bands)
+        || !width.is_multiple_of(bands)
+        || (bands > 1 && !n.is_multiple_of(width))
+    {
+        return Err(StreamError::Invalid(
+            "band count does not cut the tile's rows into whole bands",
+        ));
+    }
+    let cfg = match kind {
+        KIND_LENGTHS => ContextConfig::read(rest)?,
+        KIND_FIELDS => ContextConfig::read_fields::<T>(rest)?,
+        _ => return Err(StreamError::Invalid("unknown banded token kind")),
+    };
+    with_tables(|tables| {
+        let (stream, raw) = read_tables::<T>(&rest[cfg.len()..], cfg, tables)?;
+        let mut dec = band_rans::Decoder::new(stream, bands)?;
+        let lookup = Lookup::new::<T>(cfg, dims.left.max(1) * bands, width);
+        SCRATCH.with(|cell| {
+            let mut fresh = Scratch::default();
+            let mut kept = cell.try_borrow_mut();
+            let scratch = kept.as_deref_mut().unwrap_or(&mut fresh);
+            // Every token and class is written before it is read: grow only.
+            if scratch.tokens.len() < 2 * n {
+                scratch.tokens.resize(2 * n, 0);
+            }
+            let (tokens, classes) = scratch.tokens[..2 * n].split_at_mut(n);
+            let done = kernel::decode_tokens(&mut dec, tables.as_slice(), &lookup, tokens, classes);
+            lookup.decode_tokens(&mut dec, tables.as_slice(), tokens, classes, done);
+            dec.finish()?;
+            if T::BITS <= 32 && bands == kernel::LANES {
+                if scratch.ordered.len() < n {
+                    scratch.ordered.resize(n, 0);
+                }
+                let ordered = &mut scratch.ordered[..n];
+                let mut bit = 0;
+                let done = kernel::restore_values(tokens, &lookup.values, raw, &mut bit, ordered);
+                let mut bits = BitCursor::at(raw, bit);
+                for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
+                    *o = value::<u32>(token, &lookup.values, &mut bits);
+                }
+                crate::isa::vectorised(
+                    #[inline(always)]
+                    || unband::<T, { kernel::LANES }>(ordered, width, out),
+                );
+                return bits.finish("raw bits");
+            }
+            let mut bits = BitCursor::new(raw);
+            restore(tokens, &lookup.values, &mut bits, width, bands, out);
+            bits.finish("raw bits")
+        })
+    })
+}
+
+/// Buffers of a thread's banded decoding, kept from one tile to the next.
+#[derive(Default)]
+struct Scratch {
+    /// Tokens, then their classes, in band order.
+    tokens: Vec<u8>,
+    /// Values in band order.
+    ordered: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// The value of `token` (see [`token_values`] for `values`), its raw bits read from
+/// `bits`.
+#[inline(always)]
+fn value<T: Word>(token: u8, values: &[u32; 256], bits: &mut BitCursor<'_>) -> T {
+    let v = values[usize::from(token)];
+    let n = v >> 8 & 0xff;
+    let raw = if T::BITS <= 32 {
+        bits.get(n)
+    } else {
+        bits.get_wide(n)
+    };
+    T::from_u64(u64::from(v >> 16) << n | raw)
+}
+
+/// Writes the values of `ordered` (in band order of `BANDS` bands, whole rows of
+/// `width`) to their places in `out`.
+#[inline(always)]
+fn unband<T: Word, const BANDS: usize>(ordered: &[u32], width: usize, out: &mut [T]) {
+    let b = width / BANDS;
+    for (row, from) in out.chunks_exact_mut(width).zip(ordered.chunks_exact(width)) {
+        for (g, band) in row.chunks_exact_mut(b).enumerate() {
+            for (c, o) in band.iter_mut().enumerate() {
+                *o = T::from_u64(u64::from(from[c * BANDS + g]));
+            }
+        }
+    }
+}
+
+/// What decoding a tile's tokens looks up: the context of each pair of neighbours and
+/// what each token stands for.
+struct Lookup {
+    /// See [`token_values`]: class (bits 0 to 7), raw bits (8 to 15), top bits (from 16).
+    values: [u32; 256],
+    /// The configuration's classes of `up`, their base and refinement.
+    cfg: ContextConfig,
+    /// Distance to `left` in band order (`G left`).
+    left: usize,
+    /// Distance to `up` in band order (the row width).
+    width: usize,
+}
+
+impl Lookup {
+    fn new<T: Word>(cfg: ContextConfig, left: usize, width: usize) -> Lookup {
+        Lookup {
+            values: token_values::<T>(cfg),
+            cfg,
+            left,
+            width,
+        }
+    }
+
+    /// Decodes the tokens of positions `from..` (a multiple of the band count) into
+    /// `tokens`, their classes into `classes`, one band after another.
+    fn decode_tokens(
+        &self,
+        dec: &mut band_rans::Decoder<'_>,
+        tables: &[DecodeTable],
+        tokens: &mut [u8],
+        classes: &mut [u8],
+        from: usize,
+    ) {
+        let bands = dec.bands();
+        let mut band = 0;
+        for p in from..tokens.len() {
+            let left = if p >= self.left {
+                classes[p - self.left]
+            } else {
+                0
+            };
+            let up = if p >= self.width {
+                classes[p - self.width]
+            } else {
+                left
+            };
+            let s = dec.get(band, &tables[self.cfg.context(up, left)]);
+            tokens[p] = s as u8;
+            classes[p] = self.values[s] as u8;
+            band += 1;
+            if band == bands {
+                band = 0;
+            }
+        }
+    }
+}
+
+/// Writes the value of each token of `tokens` (in band order of `bands` bands, rows of
+/// `width`), its raw bits read from `bits`, to its place in `out`.
+fn restore<T: Word>(
+    tokens: &[u8],
+    values: &[u32; 256],
+    bits: &mut BitCursor<'_>,
+    width: usize,
+    bands: usize,
+    out: &mut [T],
+) {
+    let mut value = |token: u8| value::<T>(token, values, bits);
+    if bands == 1 {
+        for (o, &token) in out.iter_mut().zip(tokens) {
+            *o = value(token);
+        }
+        return;
+    }
+    let b = width / bands;
+    for (row, tokens) in out.chunks_exact_mut(width).zip(tokens.chunks_exact(width)) {
+        for (c, turn) in tokens.chunks_exact(bands).enumerate() {
+            for (g, &token) in turn.iter().enumerate() {
+                row[g * b + c] = value(token);
+            }
+        }
+    }
+}
+
+/// Fewest bytes a coding can take, whatever the number of values: band count and
+/// kind, the configuration, one bit per table, the stream length and one state.
+pub fn min_encoded_len() -> usize {
+    2 + CONFIG_LEN + 1 + 4 + 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coder::testing::{self, laplace, round_trip};
+    use crate::coder::Coder;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    testing::shared_coder_tests!(Coder::Banded);
+
+    #[test]
+    fn band_order_takes_one_residual_of_each_band_in_turn() {
+        let values: Vec<u32> = (0..16).collect();
+        assert_eq!(
+            to_band_order(&values, 8, 4),
+            [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
+        );
+        assert_eq!(bands_for(32, 8), 8);
+        assert_eq!(bands_for(36, 12), 4);
+        assert_eq!(bands_for(33, 8), 1);
+        assert_eq!(bands_for(30, 10), 2);
+    }
+
+    /// Tiles of 16 bands, long enough for the vector kernel, of each word size and
+    /// token kind, decode exactly; the coding's band count is 16.
+    #[test]
+    fn sixteen_bands_round_trip() {
+        let mut rng = SmallRng::seed_from_u64(21);
+        for width in [16usize, 64, 4096] {
+            let n = width * (40_000 / width);
+            let out = round_trip::<u32>(Coder::Banded, &laplace(&mut rng, n, 24), width);
+            assert_eq!(out[..2], [16, KIND_LENGTHS]);
+            round_trip::<u64>(Coder::Banded, &laplace(&mut rng, n, 64), width);
+            round_trip::<u16>(Coder::Banded, &laplace(&mut rng, n, 16), width);
+            round_trip::<u8>(Coder::Banded, &laplace(&mut rng, n, 8), width);
+        }
+    }
+
+    #[test]
+    fn float_fields_round_trip_banded() {
+        let mut rng = SmallRng::seed_from_u64(23);
+        let values: Vec<u32> = (0..65_536)
+            .map(|_| (rand::Rng::gen::<f32>(&mut rng) - 0.5).to_bits())
+            .collect();
+        let dims = testing::dims(512);
+        let mut out = Vec::new();
+        encode_fields(&values, dims, float_fields::zero_order(&values), &mut out);
+        assert_eq!(out[..2], [16, KIND_FIELDS]);
+        let mut back = vec![0u32; values.len()];
+        decode(&out, dims, &mut back).unwrap();
+        assert_eq!(back, values);
+    }
+
+    /// The same tables and tokens as coder 4's, so the size is coder 4's within the
+    /// extra states and a few `left` contexts per row.
+    #[test]
+    fn size_tracks_coder_4() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let values: Vec<u32> = laplace(&mut rng, 131_072, 18);
+        let banded = round_trip::<u32>(Coder::Banded, &values, 8192).len();
+        let plain = round_trip::<u32>(Coder::ContextAns, &values, 8192).len();
+        assert!(
+            banded.abs_diff(plain) < plain / 1000 + 64,
+            "{banded} vs {plain}"
+        );
+    }
+
+    #[test]
+    fn band_counts_that_do_not_cut_whole_rows_are_errors() {
+        let mut rng = SmallRng::seed_from_u64(29);
+        let values: Vec<u32> = laplace(&mut rng, 4096, 12);
+        let mut out = Vec::new();
+        encode(&values, testing::dims(64), &mut out);
+        let mut back = vec![0u32; values.len()];
+        for (bands, width) in [(0u8, 64usize), (17, 64), (16, 40), (3, 64)] {
+            let mut bad = out.clone();
+            bad[0] = bands;
+            assert_eq!(
+                decode(&bad, testing::dims(width), &mut back).unwrap_err(),
+                StreamError::Invalid("band count does not cut the tile's rows into whole bands"),
+                "{bands} bands of rows of {width}"
+            );
+        }
+        let mut bad = out.clone();
+        bad[1] = 2;
+        assert_eq!(
+            decode(&bad, testing::dims(64), &mut back).unwrap_err(),
+            StreamError::Invalid("unknown banded token kind")
+        );
+        // A tile that is not whole rows cannot have several bands.
+        assert!(decode(&out, testing::dims(64), &mut back[..4000]).is_err());
+    }
+}
