@@ -168,7 +168,7 @@ impl Geometry {
                 "lag {lag} exceeds the {plane_len} words of one time series plane"
             )));
         }
-        let tiling = Tiling::choose(plane_len, lag, TARGET_TILE_WORDS);
+        let tiling = Tiling::choose(plane_len, lag, TARGET_TILE_WORDS, BANDED_COLUMNS);
         Ok(Geometry {
             planes,
             plane_len,
@@ -182,7 +182,7 @@ impl Geometry {
     pub fn retiled(self, target: usize) -> Geometry {
         let target = target.clamp(1, TARGET_TILE_WORDS);
         Geometry {
-            tiling: Tiling::choose(self.plane_len, self.lag, target),
+            tiling: Tiling::choose(self.plane_len, self.lag, target, 1),
             ..self
         }
     }
@@ -399,13 +399,15 @@ pub fn checked_product(dims: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::InvalidParams(format!("shape {dims:?} overflows")))
 }
 
-/// Tiles narrower than their rows have a multiple of this many columns.
-const TILE_COLS_MULTIPLE: usize = 16;
+/// The archive tiling's tiles narrower than their rows have a multiple of this many
+/// columns, so that their rows cut into the bands of coder 11.
+const BANDED_COLUMNS: usize = 32;
 
 impl Tiling {
     /// Chooses tile dimensions for planes of `plane_len` words and rows of `lag` words,
-    /// tiles of about `target` words (at most [`MAX_TILE_WORDS`]).
-    pub fn choose(plane_len: usize, lag: usize, target: usize) -> Tiling {
+    /// tiles of about `target` words (at most [`MAX_TILE_WORDS`]); tiles narrower than
+    /// their rows get a multiple of `column_step` columns.
+    pub fn choose(plane_len: usize, lag: usize, target: usize, column_step: usize) -> Tiling {
         let rows = plane_len.div_ceil(lag.max(1)).max(1);
         if plane_len <= target {
             return Tiling {
@@ -421,11 +423,9 @@ impl Tiling {
                 tile_cols: lag,
             };
         }
-        // Columns in multiples of 16 (unless the tile spans the row), so that rows
-        // of archive tiles split into the 16 bands of banded coding.
         let tile_cols = (target / rows).clamp(MIN_TILE_COLS, lag);
         let tile_cols = if tile_cols < lag {
-            tile_cols / TILE_COLS_MULTIPLE * TILE_COLS_MULTIPLE
+            tile_cols / column_step * column_step
         } else {
             tile_cols
         };
@@ -441,6 +441,20 @@ impl Tiling {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn archive_tiles_narrower_than_their_rows_have_a_multiple_of_32_columns() {
+        // 2^17 / 60 rows = 2184 columns: 2176 in archive mode, 2184 retiled for fast mode.
+        let g50 = Geometry::from_shape(&[50, 9216], 0, 0).unwrap();
+        assert_eq!((g50.tiling.tile_rows, g50.tiling.tile_cols), (50, 2592));
+        let g = Geometry::from_shape(&[60, 9216], 0, 0).unwrap();
+        assert_eq!((g.tiling.tile_rows, g.tiling.tile_cols), (60, 2176));
+        let g = g.retiled(TARGET_TILE_WORDS);
+        assert_eq!((g.tiling.tile_rows, g.tiling.tile_cols), (60, 2184));
+        // Whole rows are not cut.
+        let g = Geometry::from_shape(&[1000, 1000], 0, 0).unwrap();
+        assert_eq!((g.tiling.tile_rows, g.tiling.tile_cols), (131, 1000));
+    }
 
     #[test]
     fn fast_mode_cuts_mid_sized_chunks_into_four_tiles() {

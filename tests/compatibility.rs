@@ -757,6 +757,16 @@ fn cases() -> Vec<Case> {
         data: f32_bytes(&noise),
         params: p,
     });
+    // Coder 11 in 32 bands, two registers of the vector kernel: a tile of 65536 words
+    // in rows of 8192.
+    let mut p = params(4, &[8, 4096, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex64_banded32_archive".into(),
+        data: f32_bytes(&series(&[8, 4096, 2], 37)),
+        params: p,
+    });
     out
 }
 

@@ -10,11 +10,11 @@
 //! little-endian) in decoding order. A correct stream leaves every state at
 //! [`BAND_L`] with every word consumed: [`Decoder::finish`] checks both.
 
-use super::rans::{DecodeTable, PROB_BITS, PROB_SCALE};
+use super::rans::{range_cum, range_freq, DecodeTable, PROB_BITS, PROB_SCALE};
 use crate::stream_error::StreamError;
 
 /// Most bands (states) a stream may have.
-pub const MAX_BANDS: usize = 16;
+pub const MAX_BANDS: usize = 32;
 /// Lower bound of the normalised state interval.
 pub const BAND_L: u32 = 1 << 16;
 
@@ -31,7 +31,7 @@ impl Encoder {
     /// An encoder of `bands` states (1 to [`MAX_BANDS`]) with room for `capacity`
     /// words.
     pub fn new(bands: usize, capacity: usize) -> Encoder {
-        assert!((1..=MAX_BANDS).contains(&bands), "1 to 16 bands");
+        assert!((1..=MAX_BANDS).contains(&bands), "1 to 32 bands");
         Encoder {
             states: [BAND_L; MAX_BANDS],
             bands,
@@ -118,7 +118,7 @@ impl<'a> Decoder<'a> {
         let x = self.states[band];
         let slot = x & (PROB_SCALE - 1);
         let (symbol, range) = table.lookup(slot);
-        let x = (range & 0xffff) * (x >> PROB_BITS) + slot - (range >> 16);
+        let x = range_freq(range) * (x >> PROB_BITS) + slot - range_cum(range);
         let word = match self
             .input
             .get(self.pos..)
@@ -191,7 +191,7 @@ mod tests {
             .collect();
         let mut decode_tables = DecodeTables::new();
         for table in &tables {
-            decode_tables.push(&table.freq);
+            decode_tables.push(&table.freq, &[0; 256]);
         }
         for bands in 1..=MAX_BANDS {
             for n in [0usize, 1, 15, 16, 17, 5000] {

@@ -24,11 +24,12 @@ use crate::layout::Dims;
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
-/// Bands the tile encoder writes.
-pub const BANDS: usize = 16;
 /// Fewest residuals of a tile that the tile encoder codes banded: below, the states of
 /// 16 bands (56 bytes more than coder 4's two) cost more than 0.1% of a typical coding.
 pub const MIN_RESIDUALS: usize = 1 << 15;
+/// Fewest residuals of a tile coded in 32 bands (two registers of the vector kernel,
+/// whose chains of table lookups then overlap); fewer get at most 16.
+const MIN_RESIDUALS_32: usize = 1 << 16;
 
 /// Kind byte: coder 4's bit-length tokens.
 const KIND_LENGTHS: u8 = 0;
@@ -36,19 +37,21 @@ const KIND_LENGTHS: u8 = 0;
 const KIND_FIELDS: u8 = 1;
 
 /// Whether the tile encoder codes `n` residuals laid out as `dims` banded rather than
-/// with coder 4 or 10: enough of them, in whole rows that split into [`BANDS`] bands.
+/// with coder 4 or 10: enough of them, in whole rows that split into 16 or 32 bands.
 pub fn pays(n: usize, dims: Dims) -> bool {
-    n >= MIN_RESIDUALS && bands_for(n, dims.width.max(1)) == BANDS
+    n >= MIN_RESIDUALS && bands_for(n, dims.width.max(1)) >= 16
 }
 
-/// The most bands (16, 8, 4, 2 or 1) the rows of `n` residuals, `width` words each, cut
-/// into: 1 unless the rows are whole.
+/// The bands the rows of `n` residuals, `width` words each, are coded in: the most of
+/// 32, 16, 8, 4 and 2 that divide the width (at most 16 below [`MIN_RESIDUALS_32`]
+/// residuals), or 1 unless the rows are whole.
 fn bands_for(n: usize, width: usize) -> usize {
     if !n.is_multiple_of(width) {
         return 1;
     }
-    [16, 8, 4, 2]
+    [32, 16, 8, 4, 2]
         .into_iter()
+        .filter(|&g| g <= 16 || n >= MIN_RESIDUALS_32)
         .find(|&g| width.is_multiple_of(g))
         .unwrap_or(1)
 }
@@ -163,7 +166,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             let done = kernel::decode_tokens(&mut dec, tables.as_slice(), &lookup, tokens, classes);
             lookup.decode_tokens(&mut dec, tables.as_slice(), tokens, classes, done);
             dec.finish()?;
-            if T::BITS <= 32 && bands == kernel::LANES {
+            if T::BITS <= 32 && bands.is_multiple_of(kernel::LANES) {
                 if scratch.ordered.len() < n {
                     scratch.ordered.resize(n, 0);
                 }
@@ -176,7 +179,10 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                 }
                 crate::isa::vectorised(
                     #[inline(always)]
-                    || unband::<T, { kernel::LANES }>(ordered, width, out),
+                    || match bands {
+                        16 => unband::<T, 16>(ordered, width, out),
+                        _ => unband::<T, 32>(ordered, width, out),
+                    },
                 );
                 return bits.finish("raw bits");
             }
@@ -336,20 +342,29 @@ mod tests {
             [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
         );
         assert_eq!(bands_for(32, 8), 8);
+        assert_eq!(bands_for(1 << 15, 64), 16);
+        assert_eq!(bands_for(1 << 16, 64), 32);
+        assert_eq!(bands_for(48 * 2000, 48), 16);
         assert_eq!(bands_for(36, 12), 4);
         assert_eq!(bands_for(33, 8), 1);
         assert_eq!(bands_for(30, 10), 2);
     }
 
-    /// Tiles of 16 bands, long enough for the vector kernel, of each word size and
-    /// token kind, decode exactly; the coding's band count is 16.
+    /// Tiles of 16 and 32 bands, long enough for the vector kernel, of each word size
+    /// decode exactly.
     #[test]
-    fn sixteen_bands_round_trip() {
+    fn sixteen_and_thirty_two_bands_round_trip() {
         let mut rng = SmallRng::seed_from_u64(21);
-        for width in [16usize, 64, 4096] {
-            let n = width * (40_000 / width);
+        for (width, words, bands) in [
+            (16usize, 40_000, 16u8),
+            (64, 40_000, 16),
+            (4096, 40_000, 16),
+            (32, 70_000, 32),
+            (4096, 70_000, 32),
+        ] {
+            let n = width * (words / width);
             let out = round_trip::<u32>(Coder::Banded, &laplace(&mut rng, n, 24), width);
-            assert_eq!(out[..2], [16, KIND_LENGTHS]);
+            assert_eq!(out[..2], [bands, KIND_LENGTHS]);
             round_trip::<u64>(Coder::Banded, &laplace(&mut rng, n, 64), width);
             round_trip::<u16>(Coder::Banded, &laplace(&mut rng, n, 16), width);
             round_trip::<u8>(Coder::Banded, &laplace(&mut rng, n, 8), width);
@@ -365,7 +380,7 @@ mod tests {
         let dims = testing::dims(512);
         let mut out = Vec::new();
         encode_fields(&values, dims, float_fields::zero_order(&values), &mut out);
-        assert_eq!(out[..2], [16, KIND_FIELDS]);
+        assert_eq!(out[..2], [32, KIND_FIELDS]);
         let mut back = vec![0u32; values.len()];
         decode(&out, dims, &mut back).unwrap();
         assert_eq!(back, values);
@@ -392,7 +407,7 @@ mod tests {
         let mut out = Vec::new();
         encode(&values, testing::dims(64), &mut out);
         let mut back = vec![0u32; values.len()];
-        for (bands, width) in [(0u8, 64usize), (17, 64), (16, 40), (3, 64)] {
+        for (bands, width) in [(0u8, 64usize), (33, 64), (16, 40), (3, 64)] {
             let mut bad = out.clone();
             bad[0] = bands;
             assert_eq!(

@@ -98,6 +98,7 @@ fn write_table(counts: &[u32], w: &mut BitWriter) -> Table {
 fn read_table(
     r: &mut BitReader<'_>,
     alphabet: usize,
+    classes: &[u8; 256],
     tables: &mut DecodeTables,
 ) -> Result<(), StreamError> {
     let mut weights = vec![0u64; alphabet];
@@ -111,7 +112,7 @@ fn read_table(
             *weight_of = weight(r.get_wide(6) as u32);
         }
     }
-    tables.push(&rans::normalize(&weights));
+    tables.push(&rans::normalize(&weights), classes);
     Ok(())
 }
 
@@ -162,10 +163,11 @@ pub(super) fn read_tables<'a, T: Word>(
     tables: &mut DecodeTables,
 ) -> Result<(&'a [u8], &'a [u8]), StreamError> {
     let alphabet = cfg.alphabet::<T>();
+    let classes = token_values::<T>(cfg).map(|value| value as u8);
     let mut tr = BitReader::new(input);
     tables.clear();
     for _ in 0..cfg.contexts() {
-        read_table(&mut tr, alphabet, tables)?;
+        read_table(&mut tr, alphabet, &classes, tables)?;
     }
     if tr.overrun() {
         return Err(StreamError::Truncated("coding ends inside its tables"));

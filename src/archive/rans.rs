@@ -59,9 +59,28 @@ pub struct DecodeTable {
     ranges: [u32; 256],
 }
 
+/// Where a [`DecodeTable`] range holds its symbol's cumulative frequency (12 bits; the
+/// frequency, up to [`PROB_SCALE`] itself, is the 13 bits below).
+pub const CUM_SHIFT: u32 = 13;
+/// Where a [`DecodeTable`] range holds its symbol's class (7 bits, the top ones).
+pub const CLASS_SHIFT: u32 = 25;
+
+/// The frequency of a [`DecodeTable`] range.
+#[inline(always)]
+pub fn range_freq(range: u32) -> u32 {
+    range & ((1 << CUM_SHIFT) - 1)
+}
+
+/// The cumulative frequency of a [`DecodeTable`] range.
+#[inline(always)]
+pub fn range_cum(range: u32) -> u32 {
+    range >> CUM_SHIFT & (PROB_SCALE - 1)
+}
+
 impl DecodeTable {
     /// The symbol of slot `slot` (its low [`PROB_BITS`] bits) and the symbol's range:
-    /// frequency (bits 0 to 15) and cumulative frequency (from bit 16).
+    /// its frequency ([`range_freq`]), cumulative frequency ([`range_cum`]) and class
+    /// (from bit [`CLASS_SHIFT`]).
     #[inline(always)]
     pub fn lookup(&self, slot: u32) -> (usize, u32) {
         let symbol = self.symbols[(slot & (PROB_SCALE - 1)) as usize];
@@ -103,8 +122,9 @@ impl DecodeTables {
     }
 
     /// Appends the table of `freq`, which must sum to [`PROB_SCALE`] over at most 256
-    /// symbols; its number is the count of tables before it.
-    pub fn push(&mut self, freq: &[u16]) {
+    /// symbols, each symbol's range carrying its class from `classes` (below 128); its
+    /// number is the count of tables before it.
+    pub fn push(&mut self, freq: &[u16], classes: &[u8; 256]) {
         debug_assert_eq!(freq.iter().map(|&f| u32::from(f)).sum::<u32>(), PROB_SCALE);
         debug_assert!(freq.len() <= 256);
         if self.len == self.tables.len() {
@@ -119,7 +139,13 @@ impl DecodeTables {
         for ((s, &f), range) in (0u8..=255).zip(freq).zip(&mut table.ranges) {
             let end = (cum + usize::from(f)).min(PROB_SCALE as usize);
             table.symbols[cum..end].fill(s);
-            *range = (end - cum) as u32 | (cum as u32) << 16;
+            let class = u32::from(classes[usize::from(s)]);
+            debug_assert!(class < 128);
+            // A symbol of no frequency after the last slot (never looked up) keeps
+            // its cumulative frequency's low bits.
+            *range = (end - cum) as u32
+                | (cum as u32 & (PROB_SCALE - 1)) << CUM_SHIFT
+                | class << CLASS_SHIFT;
             cum = end;
         }
         table.symbols[cum..].fill(0);
@@ -262,7 +288,7 @@ impl<'a> Decoder<'a> {
         let slot = x & (PROB_SCALE - 1);
         let symbol = table.symbols[slot as usize];
         let range = table.ranges[usize::from(symbol)];
-        let x = (range & 0xffff) * (x >> PROB_BITS) + slot - (range >> 16);
+        let x = range_freq(range) * (x >> PROB_BITS) + slot - range_cum(range);
         // Renormalise: `x` is at least `(RANS_L >> PROB_BITS)`, so at most two bytes
         // bring it back to `RANS_L` or above; past the end of the input they are zeros.
         let bytes = u32::from(x < RANS_L) + u32::from(x < RANS_L >> 8);
@@ -338,7 +364,7 @@ mod tests {
             .collect();
         let mut decode_tables = DecodeTables::new();
         for table in &tables {
-            decode_tables.push(&table.freq);
+            decode_tables.push(&table.freq, &[0; 256]);
         }
         for n in [0usize, 1, 2, 3, 1000, 100_000] {
             let syms: Vec<(usize, usize)> = (0..n)
@@ -441,7 +467,7 @@ mod tests {
         .collect();
         let mut decode_tables = DecodeTables::new();
         for table in &tables {
-            decode_tables.push(&table.freq);
+            decode_tables.push(&table.freq, &[0; 256]);
         }
         for len in [8usize, 9, 10, 20, 1000] {
             for _ in 0..20 {

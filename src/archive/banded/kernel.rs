@@ -9,10 +9,10 @@ use super::super::band_rans;
 use super::super::rans::DecodeTable;
 use super::Lookup;
 
-/// Decodes the tokens of the first turns of 16 bands into `tokens` and `classes` (in
-/// band order) with the vector kernel, when this CPU has one and the stream has 16
-/// bands; returns the position it stopped at (a multiple of 16, 0 when it did not run),
-/// from which the portable decoder goes on.
+/// Decodes the tokens of the first turns of 16 or 32 bands into `tokens` and `classes`
+/// (in band order) with the vector kernel, when this CPU has one and the stream has 16
+/// or 32 bands; returns the position it stopped at (a multiple of the band count, 0
+/// when it did not run), from which the portable decoder goes on.
 /// Bands the kernels decode at once.
 pub(super) const LANES: usize = 16;
 
@@ -24,7 +24,7 @@ pub(super) fn decode_tokens(
     classes: &mut [u8],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if dec.bands() == 16 && crate::isa::level() == crate::isa::Level::Avx512 {
+    if dec.bands().is_multiple_of(LANES) && crate::isa::level() == crate::isa::Level::Avx512 {
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
         return unsafe { x86::decode_tokens(dec, tables, lookup, tokens, classes) };
     }
@@ -59,13 +59,15 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::super::band_rans::{self, BAND_L};
-    use super::super::super::rans::{DecodeTable, PROB_BITS, RANGES_OFFSET, SYMBOLS_OFFSET};
+    use super::super::super::rans::{
+        DecodeTable, CLASS_SHIFT, CUM_SHIFT, PROB_BITS, RANGES_OFFSET, SYMBOLS_OFFSET,
+    };
     use super::Lookup;
 
     /// Lanes of a register: the bands decoded at once.
     const LANES: usize = 16;
 
-    /// See [`super::decode_tokens`].
+    /// See [`super::decode_tokens`]: 16 or 32 bands, one or two registers.
     ///
     /// # Safety
     ///
@@ -78,15 +80,30 @@ mod x86 {
         tokens: &mut [u8],
         classes: &mut [u8],
     ) -> usize {
+        match dec.bands() {
+            16 => decode_turns::<1>(dec, tables, lookup, tokens, classes),
+            32 => decode_turns::<2>(dec, tables, lookup, tokens, classes),
+            _ => 0,
+        }
+    }
+
+    /// [`decode_tokens`] of `V` registers of 16 bands each.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
+    fn decode_turns<const V: usize>(
+        dec: &mut band_rans::Decoder<'_>,
+        tables: &[DecodeTable],
+        lookup: &Lookup,
+        tokens: &mut [u8],
+        classes: &mut [u8],
+    ) -> usize {
+        let bands = V * LANES;
         let n = tokens.len().min(classes.len());
-        let turns = n / LANES;
+        let turns = n / bands;
         let cfg = lookup.cfg;
         let (width, left) = (lookup.width, lookup.left);
-        debug_assert!(width.is_multiple_of(LANES) && left.is_multiple_of(LANES));
-        let (up_turns, left_turns) = (width / LANES, left / LANES);
+        debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
         let table_bytes = std::mem::size_of::<DecodeTable>() as i32;
         let tables_base = tables.as_ptr().cast::<u8>();
-        let values_base = lookup.values.as_ptr();
 
         // Contexts: class 0 for up = 0, else up - base + 1 clamped to [min(1, last),
         // last]; times the split, plus the refinement by the sign of left - up.
@@ -101,103 +118,106 @@ mod x86 {
         let ranges_at = _mm512_set1_epi32(RANGES_OFFSET as i32);
         let byte = _mm512_set1_epi32(0xff);
         let slot_mask = _mm512_set1_epi32((1 << PROB_BITS) - 1);
-        let low16 = _mm512_set1_epi32(0xffff);
+        let freq_mask = _mm512_set1_epi32((1 << CUM_SHIFT) - 1);
         let bound = _mm512_set1_epi32(BAND_L as i32);
         let zero = _mm512_setzero_si512();
 
-        // SAFETY: 16 states of 4 bytes each, unaligned.
-        let mut x = unsafe { _mm512_loadu_si512(dec.states.as_ptr().cast()) };
+        // SAFETY: `V * 16` states of 4 bytes each (at most 32), unaligned.
+        let mut x: [__m512i; V] = std::array::from_fn(|v| unsafe {
+            _mm512_loadu_si512(dec.states.as_ptr().add(v * LANES).cast())
+        });
         let input = dec.input;
         let mut pos = dec.pos;
         let mut turn = 0;
-        // Each turn loads the 32 bytes at `pos`: it stops where fewer are left.
-        while turn < turns && pos + 32 <= input.len() {
-            let at = turn * LANES;
-            let load_classes = |turns_back: usize| {
-                // SAFETY: `turns_back <= turn`, so the 16 bytes lie in `classes[..at]`.
-                unsafe {
-                    let p = classes.as_ptr().add(at - turns_back * LANES);
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast()))
+        // Each register's renormalisation loads the 32 bytes at `pos`: the turns stop
+        // where fewer than `V * 32` are left.
+        while turn < turns && pos + V * 32 <= input.len() {
+            for (v, x) in x.iter_mut().enumerate() {
+                let at = turn * bands + v * LANES;
+                let load_classes = |back: usize| {
+                    // SAFETY: `back <= at`, so the 16 bytes lie in `classes[..at]`.
+                    unsafe {
+                        let p = classes.as_ptr().add(at - back);
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast()))
+                    }
+                };
+                let left_classes = if at >= left { load_classes(left) } else { zero };
+                let up = if at >= width {
+                    load_classes(width)
+                } else {
+                    left_classes
+                };
+                let class = _mm512_min_epi32(
+                    _mm512_max_epi32(_mm512_sub_epi32(up, class_shift), class_floor),
+                    class_last,
+                );
+                let class = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(up, zero), class);
+                let mut table = _mm512_mullo_epi32(class, split);
+                if split3 {
+                    // left > up adds 2 tables, left == up 1.
+                    let greater = _mm512_cmpgt_epi32_mask(left_classes, up);
+                    let not_less = _mm512_cmpge_epi32_mask(left_classes, up);
+                    table = _mm512_mask_add_epi32(table, greater, table, table_size);
+                    table = _mm512_mask_add_epi32(table, not_less, table, table_size);
                 }
-            };
-            let left_classes = if turn >= left_turns {
-                load_classes(left_turns)
-            } else {
-                zero
-            };
-            let up = if turn >= up_turns {
-                load_classes(up_turns)
-            } else {
-                left_classes
-            };
-            let class = _mm512_min_epi32(
-                _mm512_max_epi32(_mm512_sub_epi32(up, class_shift), class_floor),
-                class_last,
-            );
-            let class = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(up, zero), class);
-            let mut table = _mm512_mullo_epi32(class, split);
-            if split3 {
-                // left > up adds 2 tables, left == up 1.
-                let greater = _mm512_cmpgt_epi32_mask(left_classes, up);
-                let not_less = _mm512_cmpge_epi32_mask(left_classes, up);
-                table = _mm512_mask_add_epi32(table, greater, table, table_size);
-                table = _mm512_mask_add_epi32(table, not_less, table, table_size);
-            }
 
-            let slot = _mm512_and_si512(x, slot_mask);
-            // SAFETY: `table` is a context's table (below `buckets * split`, the tables
-            // read) times its size, and the 4 bytes at a slot lie within its table
-            // (`DecodeTable` is `repr(C)`, the symbols first).
-            let symbol = unsafe {
-                let at = _mm512_add_epi32(_mm512_add_epi32(table, symbols_at), slot);
-                _mm512_and_si512(_mm512_i32gather_epi32::<1>(at, tables_base.cast()), byte)
-            };
-            // SAFETY: a symbol's range in its table, 4-byte aligned.
-            let range = unsafe {
-                let at = _mm512_add_epi32(
-                    _mm512_add_epi32(table, ranges_at),
-                    _mm512_slli_epi32::<2>(symbol),
-                );
-                _mm512_i32gather_epi32::<1>(at, tables_base.cast())
-            };
-            // SAFETY: a symbol is below 256, the length of `values`.
-            let value = unsafe { _mm512_i32gather_epi32::<4>(symbol, values_base.cast()) };
-            x = _mm512_sub_epi32(
-                _mm512_add_epi32(
-                    _mm512_mullo_epi32(
-                        _mm512_and_si512(range, low16),
-                        _mm512_srli_epi32::<PROB_BITS>(x),
+                let slot = _mm512_and_si512(*x, slot_mask);
+                // SAFETY: `table` is a context's table (below `buckets * split`, the
+                // tables read) times its size, and the 4 bytes at a slot lie within its
+                // table (`DecodeTable` is `repr(C)`, the symbols first).
+                let symbol = unsafe {
+                    let at = _mm512_add_epi32(_mm512_add_epi32(table, symbols_at), slot);
+                    _mm512_and_si512(_mm512_i32gather_epi32::<1>(at, tables_base.cast()), byte)
+                };
+                // SAFETY: a symbol's range in its table, 4-byte aligned.
+                let range = unsafe {
+                    let at = _mm512_add_epi32(
+                        _mm512_add_epi32(table, ranges_at),
+                        _mm512_slli_epi32::<2>(symbol),
+                    );
+                    _mm512_i32gather_epi32::<1>(at, tables_base.cast())
+                };
+                let state = _mm512_sub_epi32(
+                    _mm512_add_epi32(
+                        _mm512_mullo_epi32(
+                            _mm512_and_si512(range, freq_mask),
+                            _mm512_srli_epi32::<PROB_BITS>(*x),
+                        ),
+                        slot,
                     ),
-                    slot,
-                ),
-                _mm512_srli_epi32::<16>(range),
-            );
-            let renormalise = _mm512_cmplt_epu32_mask(x, bound);
-            // SAFETY: `pos + 32 <= input.len()`.
-            let words = unsafe {
-                _mm512_cvtepu16_epi32(_mm256_loadu_si256(input.as_ptr().add(pos).cast()))
-            };
-            let words = _mm512_maskz_expand_epi32(renormalise, words);
-            x = _mm512_mask_or_epi32(x, renormalise, _mm512_slli_epi32::<16>(x), words);
-            pos += 2 * renormalise.count_ones() as usize;
+                    _mm512_and_si512(_mm512_srli_epi32::<CUM_SHIFT>(range), slot_mask),
+                );
+                let renormalise = _mm512_cmplt_epu32_mask(state, bound);
+                // SAFETY: `pos + 32 <= input.len()` (the loop's condition: this
+                // register's words start at most `(V - 1) * 32` bytes further).
+                let words = unsafe {
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256(input.as_ptr().add(pos).cast()))
+                };
+                let words = _mm512_maskz_expand_epi32(renormalise, words);
+                *x =
+                    _mm512_mask_or_epi32(state, renormalise, _mm512_slli_epi32::<16>(state), words);
+                pos += 2 * renormalise.count_ones() as usize;
 
-            // SAFETY: positions `at..at + 16` lie in both buffers (`turn < n / 16`).
-            unsafe {
-                _mm_storeu_si128(
-                    tokens.as_mut_ptr().add(at).cast(),
-                    _mm512_cvtepi32_epi8(symbol),
-                );
-                _mm_storeu_si128(
-                    classes.as_mut_ptr().add(at).cast(),
-                    _mm512_cvtepi32_epi8(_mm512_and_si512(value, byte)),
-                );
+                // SAFETY: positions `at..at + 16` lie in both buffers (`turn < n / bands`).
+                unsafe {
+                    _mm_storeu_si128(
+                        tokens.as_mut_ptr().add(at).cast(),
+                        _mm512_cvtepi32_epi8(symbol),
+                    );
+                    _mm_storeu_si128(
+                        classes.as_mut_ptr().add(at).cast(),
+                        _mm512_cvtepi32_epi8(_mm512_srli_epi32::<CLASS_SHIFT>(range)),
+                    );
+                }
             }
             turn += 1;
         }
-        // SAFETY: 16 states of 4 bytes each, unaligned.
-        unsafe { _mm512_storeu_si512(dec.states.as_mut_ptr().cast(), x) };
+        for (v, x) in x.iter().enumerate() {
+            // SAFETY: `V * 16` states of 4 bytes each (at most 32), unaligned.
+            unsafe { _mm512_storeu_si512(dec.states.as_mut_ptr().add(v * LANES).cast(), *x) };
+        }
         dec.pos = pos;
-        turn * LANES
+        turn * bands
     }
 
     /// See [`super::restore_values`].
@@ -280,6 +300,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::super::super::context::ContextConfig;
+    use super::super::super::context_ans::token_values;
     use super::super::super::rans::{normalize, DecodeTables};
     use super::*;
     use rand::rngs::SmallRng;
@@ -337,6 +358,7 @@ mod tests {
                 token_bits: rng.gen_range(1..=2),
                 fields: None,
             };
+            let lookup_classes = token_values::<u32>(cfg).map(|value| value as u8);
             let mut tables = DecodeTables::new();
             for _ in 0..cfg.contexts() {
                 let alphabet = cfg.alphabet::<u32>();
@@ -349,19 +371,20 @@ mod tests {
                         }
                     })
                     .collect();
-                tables.push(&normalize(&weights));
+                tables.push(&normalize(&weights), &lookup_classes);
             }
-            let width = 16 * [1usize, 2, 8, 64][case % 4];
-            let left = 16 * rng.gen_range(1..4);
+            let bands = [16, 32][case / 4 % 2];
+            let width = bands * [1usize, 2, 8, 64][case % 4];
+            let left = bands * rng.gen_range(1..4);
             let n = width * rng.gen_range(1..40);
             let lookup = Lookup::new::<u32>(cfg, left, width);
-            let mut stream: Vec<u8> = (0..rng.gen_range(64..64 + 4 * n))
+            let mut stream: Vec<u8> = (0..rng.gen_range(128..128 + 4 * n))
                 .map(|_| rng.gen())
                 .collect();
-            for state in stream[..64].chunks_exact_mut(4) {
+            for state in stream[..4 * bands].chunks_exact_mut(4) {
                 state[2] |= 1;
             }
-            let decoders = || band_rans::Decoder::new(&stream[..stream.len() & !1], 16).unwrap();
+            let decoders = || band_rans::Decoder::new(&stream[..stream.len() & !1], bands).unwrap();
             let (mut reference, mut fast) = (decoders(), decoders());
             let mut expected = (vec![0u8; n], vec![0u8; n]);
             lookup.decode_tokens(
@@ -382,7 +405,7 @@ mod tests {
             lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
             assert_eq!(got, expected, "case {case}");
             assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
-            if crate::isa::level() == crate::isa::Level::Avx512 && stream.len() >= 96 {
+            if crate::isa::level() == crate::isa::Level::Avx512 && stream.len() >= 4 * bands + 64 {
                 assert!(done > 0, "the kernel ran");
             }
         }
