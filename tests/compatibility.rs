@@ -3,7 +3,8 @@
 //! `tests/golden/chunks/` holds chunks written by released encoders (one `.karoo` file
 //! each) beside the bytes they decode to (`.raw`), and `manifest.txt` names them with the
 //! format path each one pins: the codings its tiles record (`predictor.map.coder`, the
-//! predictor id with 128 added for a spatially predicted first row), its tile count,
+//! predictor id with 128 added for a spatially predicted first row; coder 11's band
+//! count and token kind after a slash), its tile count,
 //! tile dimensions and flags, read from the chunk's own header. The test decodes every
 //! fixture, compares the bytes, and re-reads the header fields and tile codings from the
 //! file, so a fixture cannot silently stop covering the path it was made for.
@@ -88,7 +89,12 @@ fn pinned(chunk: &[u8]) -> Pinned {
     let mut codings = Vec::new();
     for size in sizes {
         let (predictor, packed) = (chunk[at], chunk[at + 1]);
-        codings.push(format!("{predictor}.{}.{}", packed >> 4, packed & 15));
+        let mut coding = format!("{predictor}.{}.{}", packed >> 4, packed & 15);
+        if packed & 15 == 11 {
+            // Banded context rANS: its band count and token kind.
+            write!(coding, "/{}.{}", chunk[at + 2], chunk[at + 3]).unwrap();
+        }
+        codings.push(coding);
         at += size;
     }
     if chunk[6] & 1 == 0 {
@@ -180,10 +186,18 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=10u8 {
+    for coder in 1..=11u8 {
         assert!(
-            tile_codings().any(|c| c.ends_with(&format!(".{coder}"))),
+            tile_codings().any(|c| c.split('/').next().unwrap().ends_with(&format!(".{coder}"))),
             "coder {coder}"
+        );
+    }
+    // Coder 11 in 16 and 32 bands (one and two registers of the vector kernel), with
+    // both token kinds.
+    for bands_and_kind in ["/16.0", "/16.1", "/32.0"] {
+        assert!(
+            tile_codings().any(|c| c.ends_with(bands_and_kind)),
+            "coder 11 {bands_and_kind}"
         );
     }
     // 12 asks for the automatic choice: tiles record the predictor chosen.
