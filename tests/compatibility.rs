@@ -282,6 +282,11 @@ impl SplitMix {
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
+    /// A standard normal deviate (Box-Muller, from two uniform deviates).
+    fn gauss(&mut self) -> f64 {
+        let (u, v) = (self.unit().max(1e-300), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
 }
 
 /// Series along axis 0 of `shape` (time first): random walks around per-series levels,
@@ -366,6 +371,14 @@ fn params(word: usize, shape: &[usize], mode: Mode) -> Params {
     let mut p = Params::new(word, shape);
     p.mode = mode;
     p.threads = 1;
+    p
+}
+
+/// Archive-mode parameters for complex64 floats of `shape` (ending in the 2 components).
+fn complex64_archive(shape: &[usize]) -> Params {
+    let mut p = params(4, shape, Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
     p
 }
 
@@ -716,8 +729,7 @@ fn cases() -> Vec<Case> {
     let mut rng = SplitMix(23);
     let noise: Vec<f64> = (0..4096)
         .map(|i| {
-            let (u, v) = (rng.unit().max(1e-300), rng.unit());
-            let gauss = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+            let gauss = rng.gauss();
             if i % 16 < 2 {
                 0.0
             } else {
@@ -725,13 +737,10 @@ fn cases() -> Vec<Case> {
             }
         })
         .collect();
-    let mut p = params(4, &[1, 512, 4, 2], Mode::Archive);
-    p.components = 2;
-    p.element = ElementKind::Float;
     out.push(Case {
         name: "v2_complex64_noise_flagged_archive".into(),
         data: f32_bytes(&noise),
-        params: p,
+        params: complex64_archive(&[1, 512, 4, 2]),
     });
     let mut spiky = noise[..1024].to_vec();
     spiky[100] = f64::INFINITY;
@@ -748,38 +757,24 @@ fn cases() -> Vec<Case> {
     // Coder 11 (banded context rANS) as archive mode writes it for tiles of at least
     // 32768 words in rows of a multiple of 16: bit-length tokens on a series of complex64
     // (one tile of 8 rows of 4096 words), float-field tokens on noise of as many words.
-    let mut p = params(4, &[8, 2048, 2], Mode::Archive);
-    p.components = 2;
-    p.element = ElementKind::Float;
     out.push(Case {
         name: "v2_complex64_banded_archive".into(),
         data: f32_bytes(&series(&[8, 2048, 2], 29)),
-        params: p,
+        params: complex64_archive(&[8, 2048, 2]),
     });
     let mut rng = SplitMix(31);
-    let noise: Vec<f64> = (0..32768)
-        .map(|_| {
-            let (u, v) = (rng.unit().max(1e-300), rng.unit());
-            30.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-        })
-        .collect();
-    let mut p = params(4, &[1, 1024, 16, 2], Mode::Archive);
-    p.components = 2;
-    p.element = ElementKind::Float;
+    let noise: Vec<f64> = (0..32768).map(|_| 30.0 * rng.gauss()).collect();
     out.push(Case {
         name: "v2_complex64_banded_fields_archive".into(),
         data: f32_bytes(&noise),
-        params: p,
+        params: complex64_archive(&[1, 1024, 16, 2]),
     });
     // Coder 11 in 32 bands, two registers of the vector kernel: a tile of 65536 words
     // in rows of 8192.
-    let mut p = params(4, &[8, 4096, 2], Mode::Archive);
-    p.components = 2;
-    p.element = ElementKind::Float;
     out.push(Case {
         name: "v2_complex64_banded32_archive".into(),
         data: f32_bytes(&series(&[8, 4096, 2], 37)),
-        params: p,
+        params: complex64_archive(&[8, 4096, 2]),
     });
     out
 }

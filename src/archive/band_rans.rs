@@ -152,7 +152,7 @@ impl<'a> Decoder<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rans::{normalize, DecodeTables, Table};
+    use super::super::rans::{normalize, test_tables, Table};
     use super::*;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -185,14 +185,8 @@ mod tests {
     #[test]
     fn streams_of_every_band_count_round_trip_and_end_exactly() {
         let mut rng = SmallRng::seed_from_u64(17);
-        let tables: Vec<Table> = [vec![1u64], vec![1_000_000, 1, 0, 3], (1..=256).collect()]
-            .iter()
-            .map(|w| Table::new(normalize(w)))
-            .collect();
-        let mut decode_tables = DecodeTables::new();
-        for table in &tables {
-            decode_tables.push(&table.freq, &[0; 256]);
-        }
+        let (tables, decode_tables) =
+            test_tables(&[vec![1u64], vec![1_000_000, 1, 0, 3], (1..=256).collect()]);
         for bands in 1..=MAX_BANDS {
             for n in [0usize, 1, 15, 16, 17, 5000] {
                 let (syms, out) = coded(&mut rng, &tables, bands, n);

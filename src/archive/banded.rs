@@ -82,20 +82,32 @@ fn to_band_order<T: Copy>(values: &[T], width: usize, bands: usize) -> Vec<T> {
 /// Appends the coding of `values`, laid out as `dims` says, with bit-length tokens and
 /// the most bands their rows allow, to `out`.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let width = dims.width.max(1);
-    let bands = bands_for(values.len(), width);
-    let ordered = to_band_order(values, width, bands);
-    let model = Model::build_best(&ordered, band_dims(dims, bands));
-    write(&ordered, &model, bands, out);
+    encode_with(values, dims, Model::build_best, out);
 }
 
 /// Appends the coding of `values`, laid out as `dims` says, with coder 10's float-field
 /// tokens of `choice` (the window and token width of `values`), to `out`.
 pub fn encode_fields<T: Word>(values: &[T], dims: Dims, choice: Choice, out: &mut Vec<u8>) {
+    encode_with(
+        values,
+        dims,
+        |ordered, dims| float_fields::model(ordered, dims, choice),
+        out,
+    );
+}
+
+/// Appends the coding of `values`, laid out as `dims` says, in the most bands their rows
+/// allow, with the model `model` builds of them in band order.
+fn encode_with<T: Word>(
+    values: &[T],
+    dims: Dims,
+    model: impl FnOnce(&[T], Dims) -> Model,
+    out: &mut Vec<u8>,
+) {
     let width = dims.width.max(1);
     let bands = bands_for(values.len(), width);
     let ordered = to_band_order(values, width, bands);
-    let model = float_fields::model(&ordered, band_dims(dims, bands), choice);
+    let model = model(&ordered, band_dims(dims, bands));
     write(&ordered, &model, bands, out);
 }
 
@@ -150,10 +162,10 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         KIND_FIELDS => ContextConfig::read_fields::<T>(rest)?,
         _ => return Err(StreamError::Invalid("unknown banded token kind")),
     };
+    let lookup = Lookup::new::<T>(cfg, dims.left.max(1) * bands, width);
     with_tables(|tables| {
-        let (stream, raw) = read_tables::<T>(&rest[cfg.len()..], cfg, tables)?;
+        let (stream, raw) = read_tables::<T>(&rest[cfg.len()..], cfg, &lookup.values, tables)?;
         let mut dec = band_rans::Decoder::new(stream, bands)?;
-        let lookup = Lookup::new::<T>(cfg, dims.left.max(1) * bands, width);
         SCRATCH.with(|cell| {
             let mut fresh = Scratch::default();
             let mut kept = cell.try_borrow_mut();

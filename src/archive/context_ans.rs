@@ -155,15 +155,17 @@ pub(super) fn write_tables<T: Word>(model: &Model, out: &mut Vec<u8>) -> Vec<Tab
 }
 
 /// Reads the tables of `cfg`'s contexts into `tables` from the start of `input` (the
-/// coding after its configuration), then the rANS stream length; returns the rANS
+/// coding after its configuration), each symbol's range carrying its class from
+/// `values` (its [`token_values`]), then the rANS stream length; returns the rANS
 /// stream and the raw bits after it.
 pub(super) fn read_tables<'a, T: Word>(
     input: &'a [u8],
     cfg: ContextConfig,
+    values: &[u32; 256],
     tables: &mut DecodeTables,
 ) -> Result<(&'a [u8], &'a [u8]), StreamError> {
     let alphabet = cfg.alphabet::<T>();
-    let classes = token_values::<T>(cfg).map(|value| value as u8);
+    let classes = values.map(|value| value as u8);
     let mut tr = BitReader::new(input);
     tables.clear();
     for _ in 0..cfg.contexts() {
@@ -239,14 +241,15 @@ fn decode_with<T: Word>(
     out: &mut [T],
     tables: &mut DecodeTables,
 ) -> Result<(), StreamError> {
-    let (stream, raw) = read_tables::<T>(&input[cfg.len()..], cfg, tables)?;
+    let values = token_values::<T>(cfg);
+    let (stream, raw) = read_tables::<T>(&input[cfg.len()..], cfg, &values, tables)?;
     let mut base = [0; 256];
     for (c, b) in base.iter_mut().enumerate() {
         *b = cfg.context(c as u8, c as u8) as u8 - u8::from(cfg.split == 3);
     }
     let words = Words {
         tables: tables.as_slice(),
-        values: token_values::<T>(cfg),
+        values,
         base,
         refine_mask: if cfg.split == 3 { 3 } else { 0 },
     };

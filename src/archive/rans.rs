@@ -323,6 +323,18 @@ fn tail_two_bytes(input: &[u8], at: usize) -> u32 {
     byte(at) << 8 | byte(at + 1)
 }
 
+/// The tables of each row of `weights` ([`normalize`]d) and their decoder form, every
+/// class 0: what the rANS tests decode with.
+#[cfg(test)]
+pub(super) fn test_tables(weights: &[Vec<u64>]) -> (Vec<Table>, DecodeTables) {
+    let tables: Vec<Table> = weights.iter().map(|w| Table::new(normalize(w))).collect();
+    let mut decode_tables = DecodeTables::new();
+    for table in &tables {
+        decode_tables.push(&table.freq, &[0; 256]);
+    }
+    (tables, decode_tables)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,19 +468,12 @@ mod tests {
     #[test]
     fn arbitrary_streams_decode_as_the_bytewise_decoder_does() {
         let mut rng = SmallRng::seed_from_u64(3);
-        let tables: Vec<Table> = [
+        let (tables, decode_tables) = test_tables(&[
             vec![1u64],
             vec![1, 1],
             vec![1_000_000, 1, 0, 3],
             (1..=256).collect(),
-        ]
-        .iter()
-        .map(|w| Table::new(normalize(w)))
-        .collect();
-        let mut decode_tables = DecodeTables::new();
-        for table in &tables {
-            decode_tables.push(&table.freq, &[0; 256]);
-        }
+        ]);
         for len in [8usize, 9, 10, 20, 1000] {
             for _ in 0..20 {
                 let mut input: Vec<u8> = (0..len).map(|_| rng.gen()).collect();

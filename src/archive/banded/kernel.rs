@@ -9,13 +9,13 @@ use super::super::band_rans;
 use super::super::rans::DecodeTable;
 use super::Lookup;
 
+/// Bands one register decodes at once: 16 lanes of 32 bits.
+pub(super) const LANES: usize = 16;
+
 /// Decodes the tokens of the first turns of 16 or 32 bands into `tokens` and `classes`
 /// (in band order) with the vector kernel, when this CPU has one and the stream has 16
 /// or 32 bands; returns the position it stopped at (a multiple of the band count, 0
 /// when it did not run), from which the portable decoder goes on.
-/// Bands the kernels decode at once.
-pub(super) const LANES: usize = 16;
-
 pub(super) fn decode_tokens(
     dec: &mut band_rans::Decoder<'_>,
     tables: &[DecodeTable],
@@ -32,8 +32,8 @@ pub(super) fn decode_tokens(
     0
 }
 
-/// Reads the raw bits of the first turns of `tokens` (16 bands, in band order, of
-/// words of at most 32 bits) from `raw`, starting at bit `*bit`, and writes each value
+/// Reads the raw bits of the first turns of 16 of `tokens` (in band order, of words of
+/// at most 32 bits) from `raw`, starting at bit `*bit`, and writes each value
 /// (its token's top bits above its raw bits) to `ordered` in band order, with the
 /// vector kernel when this CPU has one; advances `*bit` and returns the position it
 /// stopped at (a multiple of 16, 0 when it did not run).
@@ -62,10 +62,7 @@ mod x86 {
     use super::super::super::rans::{
         DecodeTable, CLASS_SHIFT, CUM_SHIFT, PROB_BITS, RANGES_OFFSET, SYMBOLS_OFFSET,
     };
-    use super::Lookup;
-
-    /// Lanes of a register: the bands decoded at once.
-    const LANES: usize = 16;
+    use super::{Lookup, LANES};
 
     /// See [`super::decode_tokens`]: 16 or 32 bands, one or two registers.
     ///
