@@ -6,7 +6,8 @@
 //! `KAROO_PROBE_SHAPE`). `KAROO_PROBE_WORD` sets the word size in bytes (default 4) and
 //! `KAROO_PROBE_INTEGER=1` codes the words as integers; `KAROO_PROBE_ONLY=compress` (or
 //! `decompress`) runs the other direction once, for profiles of one;
-//! `KAROO_PROBE_THREADS` codes on that many threads (default 1). Prints the ratio
+//! `KAROO_PROBE_THREADS` codes on that many threads (default 1); `KAROO_PROBE_OUT` names
+//! a file the compressed chunk is written to. Prints the ratio
 //! and the best compress and decompress throughputs in MB/s of REPEATS runs each.
 
 use std::time::Instant;
@@ -75,6 +76,9 @@ fn main() {
     let compress_s = best(repeats_of("decompress"), &mut || {
         packed = compress(&data, &params).expect("compresses")
     });
+    if let Ok(path) = std::env::var("KAROO_PROBE_OUT") {
+        std::fs::write(path, &packed).expect("writable probe output");
+    }
     let mut back = Vec::new();
     let decompress_s = best(repeats_of("compress"), &mut || {
         back = decompress_with(&packed, u64::MAX, params.threads).expect("decompresses");

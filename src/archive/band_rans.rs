@@ -18,38 +18,82 @@ pub const MAX_BANDS: usize = 32;
 /// Lower bound of the normalised state interval.
 pub const BAND_L: u32 = 1 << 16;
 
+/// A symbol as the encoder codes it: its frequency (nonzero), its cumulative
+/// frequency, and the reciprocal that divides a state by the frequency with one
+/// multiplication.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodeSymbol {
+    /// `ceil(2^RECIPROCAL_SHIFT / freq)`.
+    reciprocal: u64,
+    freq: u32,
+    cum: u32,
+}
+
+/// Fixed-point position of [`EncodeSymbol`]'s reciprocal. With frequencies of at most
+/// `2^PROB_BITS` and states below `2^32`, `32 + PROB_BITS` bits make the quotient exact:
+/// the reciprocal's rounding adds less than `2^32 / 2^(32 + PROB_BITS) <= 1 / freq` to
+/// it, which a remainder of at most `freq - 1` cannot carry over an integer.
+const RECIPROCAL_SHIFT: u32 = 32 + PROB_BITS;
+
+impl EncodeSymbol {
+    /// The symbol of frequency `freq` (1 to [`PROB_SCALE`]) and cumulative frequency
+    /// `cum`.
+    pub fn new(freq: u32, cum: u32) -> EncodeSymbol {
+        debug_assert!((1..=PROB_SCALE).contains(&freq));
+        EncodeSymbol {
+            reciprocal: (1u64 << RECIPROCAL_SHIFT).div_ceil(u64::from(freq)),
+            freq,
+            cum,
+        }
+    }
+
+    /// `x / freq`, exactly.
+    #[inline(always)]
+    fn quotient(self, x: u32) -> u32 {
+        ((u128::from(x) * u128::from(self.reciprocal)) >> RECIPROCAL_SHIFT) as u32
+    }
+}
+
 /// Encodes symbols given back to front.
 #[derive(Debug)]
 pub struct Encoder {
     states: [u32; MAX_BANDS],
     bands: usize,
-    /// Renormalisation words in reverse decoding order.
+    /// Renormalisation words in reverse decoding order: the first `len`, then room for
+    /// one more (written before it is known whether it is kept).
     words: Vec<u16>,
+    len: usize,
 }
 
 impl Encoder {
-    /// An encoder of `bands` states (1 to [`MAX_BANDS`]) with room for `capacity`
-    /// words.
+    /// An encoder of `bands` states (1 to [`MAX_BANDS`]) with room for the words of
+    /// `capacity` symbols.
     pub fn new(bands: usize, capacity: usize) -> Encoder {
         assert!((1..=MAX_BANDS).contains(&bands), "1 to 32 bands");
         Encoder {
             states: [BAND_L; MAX_BANDS],
             bands,
-            words: Vec::with_capacity(capacity),
+            words: vec![0; capacity + 1],
+            len: 0,
         }
     }
 
-    /// Encodes, with the state of `band`, the symbol of frequency `freq` (nonzero) and
-    /// cumulative frequency `cum`; symbols come in reverse decoding order.
+    /// Encodes `symbol` with the state of `band`; symbols come in reverse decoding
+    /// order.
     #[inline(always)]
-    pub fn put(&mut self, band: usize, freq: u32, cum: u32) {
-        debug_assert!(freq > 0 && band < self.bands);
-        let x = &mut self.states[band];
-        if u64::from(*x) >= u64::from(freq) << (32 - PROB_BITS) {
-            self.words.push(*x as u16);
-            *x >>= 16;
+    pub fn put(&mut self, band: usize, symbol: EncodeSymbol) {
+        debug_assert!(symbol.freq > 0 && band < self.bands);
+        if self.len + 1 >= self.words.len() {
+            self.words.resize(2 * self.words.len(), 0);
         }
-        *x = ((*x / freq) << PROB_BITS) + (*x % freq) + cum;
+        let x = self.states[band];
+        // Branch-free: the word is always written, and kept when the state must shed it.
+        let renormalise = u64::from(x) >= u64::from(symbol.freq) << (32 - PROB_BITS);
+        self.words[self.len] = x as u16;
+        self.len += usize::from(renormalise);
+        let x = if renormalise { x >> 16 } else { x };
+        let q = symbol.quotient(x);
+        self.states[band] = (q << PROB_BITS) + (x - q * symbol.freq) + symbol.cum;
     }
 
     /// Appends the stream to `out`.
@@ -57,8 +101,8 @@ impl Encoder {
         for x in &self.states[..self.bands] {
             out.extend_from_slice(&x.to_le_bytes());
         }
-        out.reserve(2 * self.words.len());
-        for w in self.words.iter().rev() {
+        out.reserve(2 * self.len);
+        for w in self.words[..self.len].iter().rev() {
             out.extend_from_slice(&w.to_le_bytes());
         }
     }
@@ -175,7 +219,10 @@ mod tests {
             .collect();
         let mut enc = Encoder::new(bands, n);
         for (p, &(t, s)) in syms.iter().enumerate().rev() {
-            enc.put(p % bands, tables[t].freq[s].into(), tables[t].cum[s].into());
+            enc.put(
+                p % bands,
+                EncodeSymbol::new(tables[t].freq[s].into(), tables[t].cum[s].into()),
+            );
         }
         let mut out = Vec::new();
         enc.finish(&mut out);
@@ -213,6 +260,22 @@ mod tests {
     }
 
     #[test]
+    fn reciprocals_divide_every_state_exactly() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        for freq in 1..=PROB_SCALE {
+            let symbol = EncodeSymbol::new(freq, 0);
+            let edges = (1..4).flat_map(|k| {
+                let q = u32::MAX / freq / k;
+                [q * freq - 1, q * freq, (q * freq).saturating_add(freq - 1)]
+            });
+            let random = (0..64).map(|_| rng.gen::<u32>());
+            for x in edges.chain(random).chain([0, 1, u32::MAX]) {
+                assert_eq!(symbol.quotient(x), x / freq, "{x} / {freq}");
+            }
+        }
+    }
+
+    #[test]
     fn malformed_heads_are_errors() {
         assert!(Decoder::new(&[0; 7], 2).is_err());
         assert!(Decoder::new(&[0, 0, 1, 0, 0, 0, 1, 0, 0], 2).is_err());
@@ -231,7 +294,10 @@ mod tests {
             .map(|_| usize::from(rng.gen_range(0..100) >= 95))
             .collect();
         for (p, &s) in syms.iter().enumerate().rev() {
-            enc.put(p % 16, table.freq[s].into(), table.cum[s].into());
+            enc.put(
+                p % 16,
+                EncodeSymbol::new(table.freq[s].into(), table.cum[s].into()),
+            );
         }
         let mut out = Vec::new();
         enc.finish(&mut out);

@@ -14,7 +14,7 @@
 
 mod kernel;
 
-use super::band_rans::{self, MAX_BANDS};
+use super::band_rans::{self, EncodeSymbol, MAX_BANDS};
 use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::context_ans::{read_tables, token_values, with_tables, write_tables};
 use super::float_fields::{self, Choice};
@@ -122,13 +122,23 @@ fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>)
     });
     model.cfg.write(out);
     let tables = write_tables::<T>(model, out);
+    let alphabet = model.cfg.alphabet::<T>();
+    let symbols: Vec<EncodeSymbol> = (tables.iter())
+        .flat_map(|t| {
+            (0..alphabet).map(|s| match t.freq.get(s) {
+                Some(&freq) if freq > 0 => EncodeSymbol::new(freq.into(), t.cum[s].into()),
+                _ => EncodeSymbol::default(),
+            })
+        })
+        .collect();
     let n = ordered.len();
-    let mut enc = band_rans::Encoder::new(bands, n / 2);
+    let mut enc = band_rans::Encoder::new(bands, n);
     let mut band = n.checked_sub(1).map_or(0, |last| last % bands);
-    for p in (0..n).rev() {
-        let t = &tables[usize::from(model.contexts[p])];
-        let s = usize::from(model.tokens[p]);
-        enc.put(band, t.freq[s].into(), t.cum[s].into());
+    for (&context, &token) in model.contexts.iter().zip(&model.tokens).rev() {
+        enc.put(
+            band,
+            symbols[usize::from(context) * alphabet + usize::from(token)],
+        );
         band = band.checked_sub(1).unwrap_or(bands - 1);
     }
     let mut stream = Vec::new();

@@ -391,13 +391,20 @@ impl ContextConfig {
     }
 
     /// Appends the raw bits of every value.
-    pub fn write_raw_bits<T: Word>(self, values: &[T], classes: &[u8], w: &mut BitWriter) {
+    pub fn write_raw_bits<T: Word>(self, values: &[T], classes: &[u8], out: &mut BitWriter) {
+        let widths: [u8; CLASSES] = std::array::from_fn(|c| self.raw_bits(c as u8) as u8);
+        // A writer of its own, which the loop keeps in registers.
+        let mut w = std::mem::take(out);
         for (v, &c) in values.iter().zip(classes) {
-            let n = self.raw_bits(c);
-            if n > 0 {
-                w.put_wide(v.to_u64() & (u64::MAX >> (64 - n)), n);
+            let n = u32::from(widths[usize::from(c)]);
+            let bits = v.to_u64() & u64::MAX.checked_shr(64 - n).unwrap_or(0);
+            if T::BYTES <= 4 {
+                w.put(bits, n);
+            } else {
+                w.put_wide(bits, n);
             }
         }
+        *out = w;
     }
 }
 
@@ -419,48 +426,6 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model of `values` laid out as `dims` says, with the fixed layout for their
-    /// count ([`ContextConfig::by_count`]) and the token width (1 or 2 bits below the
-    /// leading one) that gives the smaller estimated size: what the coding search
-    /// estimates with.
-    pub fn build<T: Word>(values: &[T], dims: Dims) -> Model {
-        let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
-        let layout = ContextConfig::by_count(classes.len(), median_nonzero(&classes));
-        let contexts = contexts(&classes, dims, layout);
-        let mut best: Option<Model> = None;
-        for token_bits in [1, 2] {
-            let cfg = ContextConfig {
-                token_bits,
-                ..layout
-            };
-            let tokens = tokens(values, &classes, cfg);
-            let alphabet = cfg.alphabet::<T>();
-            let mut counts = vec![0u32; cfg.contexts() * alphabet];
-            for (&t, &x) in tokens.iter().zip(&contexts) {
-                counts[usize::from(x) * alphabet + usize::from(t)] += 1;
-            }
-            let estimated_bits =
-                raw_bits(&classes, cfg) + entropy_and_table_bits(&counts, alphabet);
-            if best
-                .as_ref()
-                .is_none_or(|b| estimated_bits < b.estimated_bits)
-            {
-                best = Some(Model {
-                    cfg,
-                    classes: Vec::new(),
-                    contexts: Vec::new(),
-                    tokens,
-                    counts,
-                    estimated_bits,
-                });
-            }
-        }
-        let mut model = best.expect("two candidates");
-        model.classes = classes;
-        model.contexts = contexts;
-        model
-    }
-
     /// The model of `values` laid out as `dims` says with the layout of [`LAYOUTS`] and
     /// the token width that give the smallest estimated size, tables included: a tile
     /// of a few thousand residuals cannot pay for 48 tables, one of a million gains
@@ -485,7 +450,8 @@ impl Model {
             .iter()
             .map(|v| classifier.class(v.to_u64()))
             .collect();
-        let median = median_nonzero(&classes);
+        let histogram = class_histogram(&classes);
+        let median = median_nonzero(&histogram);
         let nbs = neighbourhoods(&classes, dims);
         let mut used = [false; NEIGHBOURHOODS];
         for &nb in &nbs {
@@ -494,23 +460,38 @@ impl Model {
         let used: Vec<u8> = (0..NEIGHBOURHOODS as u8)
             .filter(|&nb| used[usize::from(nb)])
             .collect();
-        // The best so far: its model without tokens (those of its width are kept in
-        // `tokens`), and each neighbourhood's context.
-        let mut best: Option<(Model, [u8; NEIGHBOURHOODS])> = None;
-        let mut tokens_of_width = vec![Vec::new(); widths.len()];
-        for (&token_bits, tokens_kept) in widths.iter().zip(&mut tokens_of_width) {
-            let cfg1 = ContextConfig {
-                token_bits,
-                fields,
-                ..ContextConfig::centred(median, 1, 1)
-            };
+        // Tokens of the widest width, counted once per neighbourhood; those of the
+        // narrower widths are a function of them.
+        let token_config = |token_bits| ContextConfig {
+            token_bits,
+            fields,
+            ..ContextConfig::centred(median, 1, 1)
+        };
+        let wide = token_config(*widths.iter().max().expect("at least one width"));
+        let wide_tokens = tokens(values, &classes, wide);
+        let wide_fine = token_counts(&wide_tokens, &nbs, NEIGHBOURHOODS, wide.alphabet::<T>());
+        // The best so far: its model without tokens, how its tokens come from the wide
+        // ones, and each neighbourhood's context.
+        let mut best: Option<(Model, Option<Narrowing>, [u8; NEIGHBOURHOODS])> = None;
+        for &token_bits in widths {
+            let cfg1 = token_config(token_bits);
             let alphabet = cfg1.alphabet::<T>();
-            *tokens_kept = tokens(values, &classes, cfg1);
-            let mut fine = vec![0u32; NEIGHBOURHOODS * alphabet];
-            for (&t, &nb) in tokens_kept.iter().zip(&nbs) {
-                fine[usize::from(nb) * alphabet + usize::from(t)] += 1;
-            }
-            let raw = raw_bits(&classes, cfg1);
+            let (fine, narrowing, present) = if cfg1 == wide {
+                (
+                    wide_fine.clone(),
+                    None,
+                    present_tokens(&wide_fine, alphabet),
+                )
+            } else {
+                let narrowing = Narrowing::of::<T>(wide, cfg1, &wide_fine);
+                let present = narrowing.present();
+                (
+                    narrowing.counts::<T>(&wide_fine, wide, cfg1),
+                    Some(narrowing),
+                    present,
+                )
+            };
+            let raw = raw_bits(&histogram, cfg1);
             for &(buckets, split) in &LAYOUTS {
                 let cfg = ContextConfig {
                     token_bits,
@@ -524,14 +505,14 @@ impl Model {
                     map[usize::from(nb)] = x as u8;
                     let from = &fine[usize::from(nb) * alphabet..][..alphabet];
                     let to = &mut counts[x * alphabet..][..alphabet];
-                    for (a, &b) in to.iter_mut().zip(from) {
-                        *a += b;
+                    for &t in &present {
+                        to[usize::from(t)] += from[usize::from(t)];
                     }
                 }
-                let estimated_bits = raw + entropy_and_table_bits(&counts, alphabet);
+                let estimated_bits = raw + entropy_and_table_bits_of(&counts, alphabet, &present);
                 if best
                     .as_ref()
-                    .is_none_or(|(b, _)| estimated_bits < b.estimated_bits)
+                    .is_none_or(|(b, ..)| estimated_bits < b.estimated_bits)
                 {
                     let model = Model {
                         cfg,
@@ -541,18 +522,77 @@ impl Model {
                         counts,
                         estimated_bits,
                     };
-                    best = Some((model, map));
+                    best = Some((model, narrowing.clone(), map));
                 }
             }
         }
-        let (mut model, map) = best.expect("at least one layout");
-        let width_at = (widths.iter())
-            .position(|&w| w == model.cfg.token_bits)
-            .expect("the best width is one of those tried");
-        model.tokens = std::mem::take(&mut tokens_of_width[width_at]);
+        let (mut model, narrowing, map) = best.expect("at least one layout");
+        model.tokens = match narrowing {
+            None => wide_tokens,
+            Some(n) => n.apply(&wide_tokens),
+        };
         model.contexts = nbs.iter().map(|&nb| map[usize::from(nb)]).collect();
         model.classes = classes;
         model
+    }
+}
+
+/// How the tokens of one width map to those of a narrower one: each token of the wider
+/// width stands for values that all have one token of the narrower (its class and its
+/// top bits, of which the narrower keeps the first).
+#[derive(Debug, Clone)]
+struct Narrowing {
+    /// The narrower token of each wider one that occurs (0 for the others).
+    map: [u8; 256],
+    /// The wider tokens that occur, increasing.
+    present: Vec<u8>,
+}
+
+impl Narrowing {
+    /// The narrowing from tokens of `wide` to those of `narrow` (same fields, no more
+    /// token bits), for the tokens that occur in `counts` (rows of `wide`'s alphabet).
+    fn of<T: Word>(wide: ContextConfig, narrow: ContextConfig, counts: &[u32]) -> Narrowing {
+        debug_assert!(narrow.token_bits <= wide.token_bits && narrow.fields == wide.fields);
+        let present = present_tokens(counts, wide.alphabet::<T>());
+        let mut map = [0u8; 256];
+        for &t in &present {
+            let (c, n, top) = wide.token_value(t);
+            map[usize::from(t)] = narrow.token(top << n, c);
+        }
+        Narrowing { map, present }
+    }
+
+    /// `counts` (rows of `wide`'s alphabet) as rows of `narrow`'s.
+    fn counts<T: Word>(
+        &self,
+        counts: &[u32],
+        wide: ContextConfig,
+        narrow: ContextConfig,
+    ) -> Vec<u32> {
+        let (from, to) = (wide.alphabet::<T>(), narrow.alphabet::<T>());
+        let mut narrowed = vec![0u32; counts.len() / from * to];
+        for (row, out) in counts.chunks_exact(from).zip(narrowed.chunks_exact_mut(to)) {
+            for &t in &self.present {
+                out[usize::from(self.map[usize::from(t)])] += row[usize::from(t)];
+            }
+        }
+        narrowed
+    }
+
+    /// The narrower tokens that occur, increasing.
+    fn present(&self) -> Vec<u8> {
+        let mut narrow: Vec<u8> = self
+            .present
+            .iter()
+            .map(|&t| self.map[usize::from(t)])
+            .collect();
+        narrow.dedup();
+        narrow
+    }
+
+    /// The narrower token of each of `tokens`.
+    fn apply(&self, tokens: &[u8]) -> Vec<u8> {
+        tokens.iter().map(|&t| self.map[usize::from(t)]).collect()
     }
 }
 
@@ -575,25 +615,52 @@ impl Model {
 /// as [`super::context_ans`] stores them: a bit for an unused context, else 17 bits and
 /// 6 per token from its first to its last present one.
 pub(super) fn entropy_and_table_bits(counts: &[u32], alphabet: usize) -> u64 {
+    let tokens: Vec<u8> = (0..alphabet).map(|t| t as u8).collect();
+    entropy_and_table_bits_of(counts, alphabet, &tokens)
+}
+
+/// [`entropy_and_table_bits`] of `counts` whose nonzero counts are all among the tokens
+/// `present` (increasing): the others are not looked at.
+fn entropy_and_table_bits_of(counts: &[u32], alphabet: usize, present: &[u8]) -> u64 {
     let mut bits = 0.0f64;
     let mut table = 0u64;
     for row in counts.chunks(alphabet) {
-        let (Some(lo), Some(hi)) = (
-            row.iter().position(|&n| n > 0),
-            row.iter().rposition(|&n| n > 0),
-        ) else {
+        let mut nonzero = present
+            .iter()
+            .map(|&t| usize::from(t))
+            .filter(|&t| row[t] > 0);
+        let Some(lo) = nonzero.next() else {
             table += 1;
             continue;
         };
-        let present = row[lo..=hi].iter().filter(|&&n| n > 0);
+        let hi = nonzero.next_back().unwrap_or(lo);
+        let present = present
+            .iter()
+            .map(|&t| row[usize::from(t)])
+            .filter(|&n| n > 0);
         let total: u32 = present.clone().sum();
         let t = f64::from(total);
         table += 17 + 6 * (hi - lo + 1) as u64;
         bits += present
-            .map(|&n| f64::from(n) * (t / f64::from(n)).log2())
+            .map(|n| f64::from(n) * (t / f64::from(n)).log2())
             .sum::<f64>();
     }
     bits as u64 + table
+}
+
+/// The tokens with a nonzero count in any row of `counts` (rows of `alphabet`),
+/// increasing.
+fn present_tokens(counts: &[u32], alphabet: usize) -> Vec<u8> {
+    let mut occurs = [false; 256];
+    for row in counts.chunks_exact(alphabet) {
+        for (o, &n) in occurs.iter_mut().zip(row) {
+            *o |= n > 0;
+        }
+    }
+    (0..alphabet)
+        .filter(|&t| occurs[t])
+        .map(|t| t as u8)
+        .collect()
 }
 
 /// The layouts (`buckets`, `split`) the encoder chooses among.
@@ -611,18 +678,39 @@ const LAYOUTS: [(u8, u8); 8] = [
 /// Number of neighbourhoods (see [`neighbourhoods`]): 65 bit lengths of `up`, 3 signs.
 const NEIGHBOURHOODS: usize = 65 * 3;
 
-/// The median bit length of the nonzero values of bit lengths `classes` (1 when all
-/// are zero).
-fn median_nonzero(classes: &[u8]) -> u8 {
-    let mut hist = [0usize; 65];
-    for &c in classes {
-        hist[usize::from(c)] += 1;
+/// Classes a value can have: bit lengths 0 to 64, and float-field classes (0, 1, then 2
+/// on for the exponents of a window of at most [`MAX_WINDOW`]).
+const CLASSES: usize = 65;
+
+/// How many of `classes` (each below [`CLASSES`]) there are of each class.
+fn class_histogram(classes: &[u8]) -> [u32; CLASSES] {
+    // Four histograms, so that runs of one class do not wait on their own increments.
+    let mut partial = [[0u32; CLASSES]; 4];
+    let quads = classes.chunks_exact(4);
+    for &c in quads.remainder() {
+        partial[0][usize::from(c)] += 1;
     }
-    let nonzero: usize = hist[1..].iter().sum();
-    let mut seen = 0;
-    (1..65)
+    for q in quads {
+        for (h, &c) in partial.iter_mut().zip(q) {
+            h[usize::from(c)] += 1;
+        }
+    }
+    let mut histogram = partial[0];
+    for h in &partial[1..] {
+        for (a, &b) in histogram.iter_mut().zip(h) {
+            *a += b;
+        }
+    }
+    histogram
+}
+
+/// The median of the nonzero classes counted in `histogram` (1 when all are zero).
+fn median_nonzero(histogram: &[u32; CLASSES]) -> u8 {
+    let nonzero: u64 = histogram[1..].iter().map(|&n| u64::from(n)).sum();
+    let mut seen = 0u64;
+    (1..CLASSES)
         .find(|&c| {
-            seen += hist[c];
+            seen += u64::from(histogram[c]);
             2 * seen >= nonzero
         })
         .unwrap_or(1) as u8
@@ -637,9 +725,21 @@ fn tokens<T: Word>(values: &[T], classes: &[u8], cfg: ContextConfig) -> Vec<u8> 
         .collect()
 }
 
-/// Raw bits of values of bit lengths `classes` under `cfg`.
-fn raw_bits(classes: &[u8], cfg: ContextConfig) -> u64 {
-    classes.iter().map(|&c| u64::from(cfg.raw_bits(c))).sum()
+/// Counts of `tokens` by their `rows` (each below `row_count`), in rows of `alphabet`.
+fn token_counts(tokens: &[u8], rows: &[u8], row_count: usize, alphabet: usize) -> Vec<u32> {
+    let mut counts = vec![0u32; row_count * alphabet];
+    for (&t, &r) in tokens.iter().zip(rows) {
+        counts[usize::from(r) * alphabet + usize::from(t)] += 1;
+    }
+    counts
+}
+
+/// Raw bits of the values whose classes `histogram` counts under `cfg`.
+fn raw_bits(histogram: &[u32; CLASSES], cfg: ContextConfig) -> u64 {
+    (histogram.iter().enumerate())
+        .filter(|&(_, &n)| n > 0)
+        .map(|(c, &n)| u64::from(n) * u64::from(cfg.raw_bits(c as u8)))
+        .sum()
 }
 
 /// The bit lengths `(up, left)` of each value's neighbours (see the module
@@ -663,15 +763,48 @@ fn neighbourhoods(classes: &[u8], dims: Dims) -> Vec<u8> {
 }
 
 /// Context of each value (see the module documentation).
+#[cfg(test)]
 pub fn contexts(classes: &[u8], dims: Dims, cfg: ContextConfig) -> Vec<u8> {
     neighbours(classes, dims)
         .map(|(up, left)| cfg.context(up, left) as u8)
         .collect()
 }
 
-/// Estimated bits of coding `values` (laid out as `dims` says).
+/// Estimated bits of coding `values` (laid out as `dims` says) with the fixed layout
+/// for their count ([`ContextConfig::by_count`]) and the token width (1 or 2 bits below
+/// the leading one) that gives the smaller size: what the coding search estimates with.
 pub fn estimate_bits<T: Word>(values: &[T], dims: Dims) -> u64 {
-    Model::build(values, dims).estimated_bits
+    let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
+    let histogram = class_histogram(&classes);
+    let layout = ContextConfig::by_count(classes.len(), median_nonzero(&histogram));
+    let wide = ContextConfig {
+        token_bits: 2,
+        ..layout
+    };
+    let alphabet = wide.alphabet::<T>();
+    let mut counts = vec![0u32; wide.contexts() * alphabet];
+    let tokens = values
+        .iter()
+        .zip(&classes)
+        .map(|(v, &c)| wide.token(v.to_u64(), c));
+    if wide.contexts() == 1 {
+        for t in tokens {
+            counts[usize::from(t)] += 1;
+        }
+    } else {
+        for (t, (up, left)) in tokens.zip(neighbours(&classes, dims)) {
+            counts[wide.context(up, left) * alphabet + usize::from(t)] += 1;
+        }
+    }
+    let narrow = ContextConfig {
+        token_bits: 1,
+        ..layout
+    };
+    let narrowed = Narrowing::of::<T>(wide, narrow, &counts).counts::<T>(&counts, wide, narrow);
+    let narrow_bits =
+        raw_bits(&histogram, narrow) + entropy_and_table_bits(&narrowed, narrow.alphabet::<T>());
+    let wide_bits = raw_bits(&histogram, wide) + entropy_and_table_bits(&counts, alphabet);
+    narrow_bits.min(wide_bits)
 }
 
 #[cfg(test)]
@@ -733,11 +866,11 @@ mod tests {
             width: 100,
             left: 1,
         };
-        let fixed = Model::build(&values, dims);
+        let fixed_bits = estimate_bits(&values, dims);
         let best = Model::build_best(&values, dims);
-        assert_eq!(fixed.cfg.contexts(), 48);
+        assert_eq!(ContextConfig::by_count(values.len(), 1).contexts(), 48);
         assert!(best.cfg.contexts() < 48, "{:?}", best.cfg);
-        assert!(best.estimated_bits < fixed.estimated_bits);
+        assert!(best.estimated_bits < fixed_bits);
         // Every value's context is the one decoders derive from its neighbours.
         assert_eq!(best.contexts, contexts(&best.classes, dims, best.cfg));
         // Residuals whose bit lengths follow their neighbours' keep many contexts.
@@ -747,5 +880,75 @@ mod tests {
         let best = Model::build_best(&values, dims);
         assert!(best.cfg.contexts() > 3, "{:?}", best.cfg);
         assert_eq!(best.contexts, contexts(&best.classes, dims, best.cfg));
+    }
+
+    /// Counts of narrow tokens, counted directly and narrowed from wide ones, for the
+    /// values of `values` under `wide` and every narrower token width.
+    fn check_narrowing<T: Word>(values: &[T], wide: ContextConfig) {
+        let classes: Vec<u8> = values.iter().map(|v| wide.class(v.to_u64())).collect();
+        let rows: Vec<u8> = (0..values.len()).map(|i| (i % 3) as u8).collect();
+        let wide_counts = token_counts(
+            &tokens(values, &classes, wide),
+            &rows,
+            3,
+            wide.alphabet::<T>(),
+        );
+        for token_bits in 0..wide.token_bits {
+            let narrow = ContextConfig { token_bits, ..wide };
+            if narrow.fields.is_none() && token_bits == 0 {
+                continue;
+            }
+            let narrow_tokens = tokens(values, &classes, narrow);
+            let direct = token_counts(&narrow_tokens, &rows, 3, narrow.alphabet::<T>());
+            let narrowing = Narrowing::of::<T>(wide, narrow, &wide_counts);
+            assert_eq!(
+                narrowing.counts::<T>(&wide_counts, wide, narrow),
+                direct,
+                "{narrow:?}"
+            );
+            assert_eq!(
+                narrowing.apply(&tokens(values, &classes, wide)),
+                narrow_tokens
+            );
+        }
+    }
+
+    #[test]
+    fn narrow_tokens_are_a_function_of_wide_ones() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let words: Vec<u64> = (0..4000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Every bit length, and zeros.
+                x >> (i % 65).min(63) & if i % 65 == 64 { 0 } else { u64::MAX }
+            })
+            .collect();
+        let bit_lengths = ContextConfig {
+            token_bits: 2,
+            ..ContextConfig::single()
+        };
+        check_narrowing(&words, bit_lengths);
+        check_narrowing(
+            &words.iter().map(|&w| w as u32).collect::<Vec<_>>(),
+            bit_lengths,
+        );
+        check_narrowing(
+            &words.iter().map(|&w| w as u8).collect::<Vec<_>>(),
+            bit_lengths,
+        );
+        let fields = ContextConfig {
+            token_bits: 4,
+            fields: Some(FloatFields::of::<u32>(120, widest_window(4))),
+            ..ContextConfig::single()
+        };
+        check_narrowing(&words.iter().map(|&w| w as u32).collect::<Vec<_>>(), fields);
+        let fields = ContextConfig {
+            token_bits: 4,
+            fields: Some(FloatFields::of::<u64>(1016, widest_window(4))),
+            ..ContextConfig::single()
+        };
+        check_narrowing(&words, fields);
     }
 }

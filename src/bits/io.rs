@@ -21,23 +21,26 @@ impl BitWriter {
         }
     }
 
-    /// Appends the low `n <= 32` bits of `bits` (which must be zero above them).
+    /// Appends the low `n <= 56` bits of `bits` (which must be zero above them).
     #[inline(always)]
     pub fn put(&mut self, bits: u64, n: u32) {
-        debug_assert!(n <= 32 && bits >> n == 0);
+        debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);
+        // Fewer than 8 bits wait in `acc` between calls. Branch-free: the 8 bytes of
+        // `acc` are always appended, and the whole bytes among them kept.
         self.acc |= bits << self.nbits;
         self.nbits += n;
-        if self.nbits >= 32 {
-            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
-            self.acc >>= 32;
-            self.nbits -= 32;
-        }
+        let len = self.out.len();
+        self.out.extend_from_slice(&self.acc.to_le_bytes());
+        let whole = self.nbits >> 3;
+        self.out.truncate(len + whole as usize);
+        self.acc = self.acc.checked_shr(8 * whole).unwrap_or(0);
+        self.nbits &= 7;
     }
 
     /// Appends the low `n <= 64` bits of `bits` (zero above them).
     #[inline(always)]
     pub fn put_wide(&mut self, bits: u64, n: u32) {
-        if n <= 32 {
+        if n <= 56 {
             self.put(bits, n);
         } else {
             self.put(bits & 0xffff_ffff, 32);
