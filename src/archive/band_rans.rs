@@ -54,6 +54,20 @@ impl EncodeSymbol {
     }
 }
 
+/// Encodes `symbol` with the state `x`, appending the word it sheds, if any, to the
+/// first `len` of `words` (which must have room for one more). Branch-free: the word is
+/// always written, and kept when the state must shed it.
+#[inline(always)]
+fn put(x: &mut u32, symbol: EncodeSymbol, words: &mut [u16], len: &mut usize) {
+    debug_assert!(symbol.freq > 0);
+    let renormalise = u64::from(*x) >= u64::from(symbol.freq) << (32 - PROB_BITS);
+    words[*len] = *x as u16;
+    *len += usize::from(renormalise);
+    let y = if renormalise { *x >> 16 } else { *x };
+    let q = symbol.quotient(y);
+    *x = (q << PROB_BITS) + (y - q * symbol.freq) + symbol.cum;
+}
+
 /// Encodes symbols given back to front.
 #[derive(Debug)]
 pub struct Encoder {
@@ -78,22 +92,27 @@ impl Encoder {
         }
     }
 
-    /// Encodes `symbol` with the state of `band`; symbols come in reverse decoding
-    /// order.
+    /// Encodes the stream's `n` symbols (once per encoder), symbol `p` (in decoding
+    /// order) being `symbol(p)`, each with the state of its band `p mod G`.
     #[inline(always)]
-    pub fn put(&mut self, band: usize, symbol: EncodeSymbol) {
-        debug_assert!(symbol.freq > 0 && band < self.bands);
-        if self.len + 1 >= self.words.len() {
-            self.words.resize(2 * self.words.len(), 0);
+    pub fn put_all(&mut self, n: usize, symbol: impl Fn(usize) -> EncodeSymbol) {
+        // The loop's state in locals, which the compiler keeps in registers.
+        let bands = self.bands;
+        let mut states = self.states;
+        let mut len = self.len;
+        let mut words = std::mem::take(&mut self.words);
+        let mut end = n;
+        while end > 0 {
+            let start = (end - 1) / bands * bands;
+            if len + bands >= words.len() {
+                words.resize(2 * words.len().max(bands), 0);
+            }
+            for (band, state) in states[..end - start].iter_mut().enumerate().rev() {
+                put(state, symbol(start + band), &mut words, &mut len);
+            }
+            end = start;
         }
-        let x = self.states[band];
-        // Branch-free: the word is always written, and kept when the state must shed it.
-        let renormalise = u64::from(x) >= u64::from(symbol.freq) << (32 - PROB_BITS);
-        self.words[self.len] = x as u16;
-        self.len += usize::from(renormalise);
-        let x = if renormalise { x >> 16 } else { x };
-        let q = symbol.quotient(x);
-        self.states[band] = (q << PROB_BITS) + (x - q * symbol.freq) + symbol.cum;
+        (self.states, self.len, self.words) = (states, len, words);
     }
 
     /// Appends the stream to `out`.
@@ -218,12 +237,10 @@ mod tests {
             })
             .collect();
         let mut enc = Encoder::new(bands, n);
-        for (p, &(t, s)) in syms.iter().enumerate().rev() {
-            enc.put(
-                p % bands,
-                EncodeSymbol::new(tables[t].freq[s].into(), tables[t].cum[s].into()),
-            );
-        }
+        enc.put_all(n, |p| {
+            let (t, s) = syms[p];
+            EncodeSymbol::new(tables[t].freq[s].into(), tables[t].cum[s].into())
+        });
         let mut out = Vec::new();
         enc.finish(&mut out);
         (syms, out)
@@ -293,12 +310,9 @@ mod tests {
         let syms: Vec<usize> = (0..n)
             .map(|_| usize::from(rng.gen_range(0..100) >= 95))
             .collect();
-        for (p, &s) in syms.iter().enumerate().rev() {
-            enc.put(
-                p % 16,
-                EncodeSymbol::new(table.freq[s].into(), table.cum[s].into()),
-            );
-        }
+        enc.put_all(n, |p| {
+            EncodeSymbol::new(table.freq[syms[p]].into(), table.cum[syms[p]].into())
+        });
         let mut out = Vec::new();
         enc.finish(&mut out);
         let bits_per_symbol = out.len() as f64 * 8.0 / n as f64;

@@ -133,14 +133,10 @@ fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>)
         .collect();
     let n = ordered.len();
     let mut enc = band_rans::Encoder::new(bands, n);
-    let mut band = n.checked_sub(1).map_or(0, |last| last % bands);
-    for (&context, &token) in model.contexts.iter().zip(&model.tokens).rev() {
-        enc.put(
-            band,
-            symbols[usize::from(context) * alphabet + usize::from(token)],
-        );
-        band = band.checked_sub(1).unwrap_or(bands - 1);
-    }
+    let (contexts, tokens) = (&model.contexts[..n], &model.tokens[..n]);
+    enc.put_all(n, |p| {
+        symbols[usize::from(contexts[p]) * alphabet + usize::from(tokens[p])]
+    });
     let mut stream = Vec::new();
     enc.finish(&mut stream);
     out.extend_from_slice(&(stream.len() as u32).to_le_bytes());

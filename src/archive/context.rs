@@ -15,6 +15,7 @@
 //! less than they save.
 
 use crate::bits::io::{BitReader, BitWriter};
+use crate::isa;
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
 use crate::word::Word;
@@ -315,13 +316,11 @@ impl ContextConfig {
                 }
             };
         }
-        let c = u32::from(c);
-        if c <= k + 1 {
-            v as u8
-        } else {
-            let m = (v >> (c - k - 1)) as u32 & ((1 << k) - 1);
-            (self.direct() + ((c - k - 2) << k) + m) as u8
-        }
+        // Branch-free: with `s` the bits below the token's (none for a value below
+        // `direct`), the value's top `k + 1` bits `v >> s` (leading one included) plus
+        // `s << k` is `direct + ((c - k - 2) << k) + m` for the others.
+        let s = u32::from(c).saturating_sub(k + 1);
+        ((v >> s) + (u64::from(s) << k)) as u8
     }
 
     /// Class of the values token `t` stands for.
@@ -393,18 +392,17 @@ impl ContextConfig {
     /// Appends the raw bits of every value.
     pub fn write_raw_bits<T: Word>(self, values: &[T], classes: &[u8], out: &mut BitWriter) {
         let widths: [u8; CLASSES] = std::array::from_fn(|c| self.raw_bits(c as u8) as u8);
-        // A writer of its own, which the loop keeps in registers.
-        let mut w = std::mem::take(out);
-        for (v, &c) in values.iter().zip(classes) {
+        let fields = values.iter().zip(classes).map(|(v, &c)| {
             let n = u32::from(widths[usize::from(c)]);
-            let bits = v.to_u64() & u64::MAX.checked_shr(64 - n).unwrap_or(0);
-            if T::BYTES <= 4 {
-                w.put(bits, n);
-            } else {
-                w.put_wide(bits, n);
+            (v.to_u64() & u64::MAX.checked_shr(64 - n).unwrap_or(0), n)
+        });
+        if T::BYTES <= 4 {
+            out.put_all(fields, values.len() * T::BYTES * 8);
+        } else {
+            for (bits, n) in fields {
+                out.put_wide(bits, n);
             }
         }
-        *out = w;
     }
 }
 
@@ -446,10 +444,7 @@ impl Model {
             fields,
             ..ContextConfig::single()
         };
-        let classes: Vec<u8> = values
-            .iter()
-            .map(|v| classifier.class(v.to_u64()))
-            .collect();
+        let classes = classes_of(values, classifier);
         let histogram = class_histogram(&classes);
         let median = median_nonzero(&histogram);
         let nbs = neighbourhoods(&classes, dims);
@@ -716,13 +711,39 @@ fn median_nonzero(histogram: &[u32; CLASSES]) -> u8 {
         .unwrap_or(1) as u8
 }
 
+/// The class of each of `values` under `cfg`.
+fn classes_of<T: Word>(values: &[T], cfg: ContextConfig) -> Vec<u8> {
+    let mut classes = vec![0u8; values.len()];
+    match cfg.fields {
+        None => isa::vectorised(
+            #[inline(always)]
+            || {
+                for (c, v) in classes.iter_mut().zip(values) {
+                    *c = v.bit_length() as u8;
+                }
+            },
+        ),
+        Some(_) => {
+            for (c, v) in classes.iter_mut().zip(values) {
+                *c = cfg.class(v.to_u64());
+            }
+        }
+    }
+    classes
+}
+
 /// The token of each of `values` (bit lengths `classes`) under `cfg`.
 fn tokens<T: Word>(values: &[T], classes: &[u8], cfg: ContextConfig) -> Vec<u8> {
-    values
-        .iter()
-        .zip(classes)
-        .map(|(v, &c)| cfg.token(v.to_u64(), c))
-        .collect()
+    let mut tokens = vec![0u8; values.len()];
+    isa::vectorised(
+        #[inline(always)]
+        || {
+            for (t, (v, &c)) in tokens.iter_mut().zip(values.iter().zip(classes)) {
+                *t = cfg.token(v.to_u64(), c);
+            }
+        },
+    );
+    tokens
 }
 
 /// Counts of `tokens` by their `rows` (each below `row_count`), in rows of `alphabet`.
@@ -757,9 +778,26 @@ fn neighbours(classes: &[u8], dims: Dims) -> impl Iterator<Item = (u8, u8)> + '_
 /// What every layout's context of each value is a function of: `3 up + 1 + sign(left - up)`
 /// with `up` and `left` as [`neighbours`] gives them.
 fn neighbourhoods(classes: &[u8], dims: Dims) -> Vec<u8> {
-    neighbours(classes, dims)
-        .map(|(up, left)| 3 * up + 1 + u8::from(left > up) - u8::from(left < up))
-        .collect()
+    let of = |up: u8, left: u8| 3 * up + 1 + u8::from(left > up) - u8::from(left < up);
+    // The values with both neighbours in the tile, past the first `head`, in one
+    // vectorised pass.
+    let (width, step) = (dims.width.max(1), dims.left.max(1));
+    let head = classes.len().min(width.max(step));
+    let mut out = vec![0u8; classes.len()];
+    for (o, (up, left)) in out.iter_mut().zip(neighbours(&classes[..head], dims)) {
+        *o = of(up, left);
+    }
+    isa::vectorised(
+        #[inline(always)]
+        || {
+            let ups = &classes[head - head.min(width)..];
+            let lefts = &classes[head - head.min(step)..];
+            for (o, (&up, &left)) in out[head..].iter_mut().zip(ups.iter().zip(lefts)) {
+                *o = of(up, left);
+            }
+        },
+    );
+    out
 }
 
 /// Context of each value (see the module documentation).

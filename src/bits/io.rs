@@ -48,6 +48,30 @@ impl BitWriter {
         }
     }
 
+    /// Appends the fields `(bits, n)` of `fields` in turn, as [`BitWriter::put`] would,
+    /// given that they hold at most `max_bits` bits in all.
+    #[inline(always)]
+    pub fn put_all(&mut self, fields: impl Iterator<Item = (u64, u32)>, max_bits: usize) {
+        let start = self.out.len();
+        self.out.resize(start + max_bits.div_ceil(8) + 8, 0);
+        let buf = &mut self.out[start..];
+        // The loop's state stays in registers: the 8 bytes of `acc` are always stored,
+        // and `pos` passes the whole ones.
+        let (mut acc, mut nbits, mut pos) = (self.acc, self.nbits, 0);
+        for (bits, n) in fields {
+            debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);
+            acc |= bits << nbits;
+            nbits += n;
+            buf[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
+            let whole = nbits >> 3;
+            pos += whole as usize;
+            acc = acc.checked_shr(8 * whole).unwrap_or(0);
+            nbits &= 7;
+        }
+        self.out.truncate(start + pos);
+        (self.acc, self.nbits) = (acc, nbits);
+    }
+
     /// Bits written so far.
     #[cfg(test)]
     pub fn len_bits(&self) -> u64 {
