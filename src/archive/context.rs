@@ -812,7 +812,7 @@ pub fn contexts(classes: &[u8], dims: Dims, cfg: ContextConfig) -> Vec<u8> {
 /// for their count ([`ContextConfig::by_count`]) and the token width (1 or 2 bits below
 /// the leading one) that gives the smaller size: what the coding search estimates with.
 pub fn estimate_bits<T: Word>(values: &[T], dims: Dims) -> u64 {
-    let classes: Vec<u8> = values.iter().map(|v| v.bit_length() as u8).collect();
+    let classes = classes_of(values, ContextConfig::single());
     let histogram = class_histogram(&classes);
     let layout = ContextConfig::by_count(classes.len(), median_nonzero(&histogram));
     let wide = ContextConfig {
@@ -821,16 +821,13 @@ pub fn estimate_bits<T: Word>(values: &[T], dims: Dims) -> u64 {
     };
     let alphabet = wide.alphabet::<T>();
     let mut counts = vec![0u32; wide.contexts() * alphabet];
-    let tokens = values
-        .iter()
-        .zip(&classes)
-        .map(|(v, &c)| wide.token(v.to_u64(), c));
+    let tokens = tokens(values, &classes, wide);
     if wide.contexts() == 1 {
-        for t in tokens {
+        for &t in &tokens {
             counts[usize::from(t)] += 1;
         }
     } else {
-        for (t, (up, left)) in tokens.zip(neighbours(&classes, dims)) {
+        for (&t, (up, left)) in tokens.iter().zip(neighbours(&classes, dims)) {
             counts[wide.context(up, left) * alphabet + usize::from(t)] += 1;
         }
     }
