@@ -465,26 +465,22 @@ impl Model {
         let wide = token_config(*widths.iter().max().expect("at least one width"));
         let wide_tokens = tokens(values, &classes, wide);
         let wide_fine = token_counts(&wide_tokens, &nbs, NEIGHBOURHOODS, wide.alphabet::<T>());
-        // The best so far: its model without tokens, how its tokens come from the wide
-        // ones, and each neighbourhood's context.
-        let mut best: Option<(Model, Option<Narrowing>, [u8; NEIGHBOURHOODS])> = None;
+        let wide_present = present_tokens(&wide_fine, wide.alphabet::<T>());
+        // The best so far: its model without tokens, and each neighbourhood's context.
+        let mut best: Option<(Model, [u8; NEIGHBOURHOODS])> = None;
         for &token_bits in widths {
             let cfg1 = token_config(token_bits);
             let alphabet = cfg1.alphabet::<T>();
-            let (fine, narrowing, present) = if cfg1 == wide {
-                (
-                    wide_fine.clone(),
-                    None,
-                    present_tokens(&wide_fine, alphabet),
-                )
+            let (narrowed, narrow_present);
+            let (fine, present) = if cfg1 == wide {
+                (&wide_fine[..], &wide_present[..])
             } else {
-                let narrowing = Narrowing::of::<T>(wide, cfg1, &wide_fine);
-                let present = narrowing.present();
-                (
+                let narrowing = Narrowing::of(wide, cfg1, wide_present.clone());
+                (narrowed, narrow_present) = (
                     narrowing.counts::<T>(&wide_fine, wide, cfg1),
-                    Some(narrowing),
-                    present,
-                )
+                    narrowing.present(),
+                );
+                (&narrowed[..], &narrow_present[..])
             };
             let raw = raw_bits(&histogram, cfg1);
             for &(buckets, split) in &LAYOUTS {
@@ -500,14 +496,14 @@ impl Model {
                     map[usize::from(nb)] = x as u8;
                     let from = &fine[usize::from(nb) * alphabet..][..alphabet];
                     let to = &mut counts[x * alphabet..][..alphabet];
-                    for &t in &present {
+                    for &t in present {
                         to[usize::from(t)] += from[usize::from(t)];
                     }
                 }
-                let estimated_bits = raw + entropy_and_table_bits_of(&counts, alphabet, &present);
+                let estimated_bits = raw + entropy_and_table_bits_of(&counts, alphabet, present);
                 if best
                     .as_ref()
-                    .is_none_or(|(b, ..)| estimated_bits < b.estimated_bits)
+                    .is_none_or(|(b, _)| estimated_bits < b.estimated_bits)
                 {
                     let model = Model {
                         cfg,
@@ -517,14 +513,16 @@ impl Model {
                         counts,
                         estimated_bits,
                     };
-                    best = Some((model, narrowing.clone(), map));
+                    best = Some((model, map));
                 }
             }
         }
-        let (mut model, narrowing, map) = best.expect("at least one layout");
-        model.tokens = match narrowing {
-            None => wide_tokens,
-            Some(n) => n.apply(&wide_tokens),
+        let (mut model, map) = best.expect("at least one layout");
+        model.tokens = if model.cfg.token_bits == wide.token_bits {
+            wide_tokens
+        } else {
+            let narrow = token_config(model.cfg.token_bits);
+            Narrowing::of(wide, narrow, wide_present).apply(&wide_tokens)
         };
         model.contexts = nbs.iter().map(|&nb| map[usize::from(nb)]).collect();
         model.classes = classes;
@@ -545,10 +543,9 @@ struct Narrowing {
 
 impl Narrowing {
     /// The narrowing from tokens of `wide` to those of `narrow` (same fields, no more
-    /// token bits), for the tokens that occur in `counts` (rows of `wide`'s alphabet).
-    fn of<T: Word>(wide: ContextConfig, narrow: ContextConfig, counts: &[u32]) -> Narrowing {
+    /// token bits), for the tokens of `wide` that occur, `present` (increasing).
+    fn of(wide: ContextConfig, narrow: ContextConfig, present: Vec<u8>) -> Narrowing {
         debug_assert!(narrow.token_bits <= wide.token_bits && narrow.fields == wide.fields);
-        let present = present_tokens(counts, wide.alphabet::<T>());
         let mut map = [0u8; 256];
         for &t in &present {
             let (c, n, top) = wide.token_value(t);
@@ -835,10 +832,13 @@ pub fn estimate_bits<T: Word>(values: &[T], dims: Dims) -> u64 {
         token_bits: 1,
         ..layout
     };
-    let narrowed = Narrowing::of::<T>(wide, narrow, &counts).counts::<T>(&counts, wide, narrow);
-    let narrow_bits =
-        raw_bits(&histogram, narrow) + entropy_and_table_bits(&narrowed, narrow.alphabet::<T>());
-    let wide_bits = raw_bits(&histogram, wide) + entropy_and_table_bits(&counts, alphabet);
+    let present = present_tokens(&counts, alphabet);
+    let narrowing = Narrowing::of(wide, narrow, present.clone());
+    let narrowed = narrowing.counts::<T>(&counts, wide, narrow);
+    let narrow_bits = raw_bits(&histogram, narrow)
+        + entropy_and_table_bits_of(&narrowed, narrow.alphabet::<T>(), &narrowing.present());
+    let wide_bits =
+        raw_bits(&histogram, wide) + entropy_and_table_bits_of(&counts, alphabet, &present);
     narrow_bits.min(wide_bits)
 }
 
@@ -935,7 +935,8 @@ mod tests {
             }
             let narrow_tokens = tokens(values, &classes, narrow);
             let direct = token_counts(&narrow_tokens, &rows, 3, narrow.alphabet::<T>());
-            let narrowing = Narrowing::of::<T>(wide, narrow, &wide_counts);
+            let present = present_tokens(&wide_counts, wide.alphabet::<T>());
+            let narrowing = Narrowing::of(wide, narrow, present);
             assert_eq!(
                 narrowing.counts::<T>(&wide_counts, wide, narrow),
                 direct,

@@ -24,17 +24,7 @@ impl BitWriter {
     /// Appends the low `n <= 56` bits of `bits` (which must be zero above them).
     #[inline(always)]
     pub fn put(&mut self, bits: u64, n: u32) {
-        debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);
-        // Fewer than 8 bits wait in `acc` between calls. Branch-free: the 8 bytes of
-        // `acc` are always appended, and the whole bytes among them kept.
-        self.acc |= bits << self.nbits;
-        self.nbits += n;
-        let len = self.out.len();
-        self.out.extend_from_slice(&self.acc.to_le_bytes());
-        let whole = self.nbits >> 3;
-        self.out.truncate(len + whole as usize);
-        self.acc = self.acc.checked_shr(8 * whole).unwrap_or(0);
-        self.nbits &= 7;
+        self.put_all(std::iter::once((bits, n)), n as usize);
     }
 
     /// Appends the low `n <= 64` bits of `bits` (zero above them).
@@ -55,8 +45,9 @@ impl BitWriter {
         let start = self.out.len();
         self.out.resize(start + max_bits.div_ceil(8) + 8, 0);
         let buf = &mut self.out[start..];
-        // The loop's state stays in registers: the 8 bytes of `acc` are always stored,
-        // and `pos` passes the whole ones.
+        // Fewer than 8 bits wait in `acc` between calls. The loop's state stays in
+        // registers: the 8 bytes of `acc` are always stored, and `pos` passes the
+        // whole ones.
         let (mut acc, mut nbits, mut pos) = (self.acc, self.nbits, 0);
         for (bits, n) in fields {
             debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);

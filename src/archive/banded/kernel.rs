@@ -24,9 +24,14 @@ pub(super) fn decode_tokens(
     classes: &mut [u8],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if dec.bands().is_multiple_of(LANES) && crate::isa::level() == crate::isa::Level::Avx512 {
-        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
-        return unsafe { x86::decode_tokens(dec, tables, lookup, tokens, classes) };
+    if crate::isa::level() == crate::isa::Level::Avx512 {
+        match dec.bands() {
+            // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
+            16 => return unsafe { x86::decode_turns::<1>(dec, tables, lookup, tokens, classes) },
+            // SAFETY: as above.
+            32 => return unsafe { x86::decode_turns::<2>(dec, tables, lookup, tokens, classes) },
+            _ => {}
+        }
     }
     let _ = (dec, tables, lookup, tokens, classes);
     0
@@ -64,29 +69,9 @@ mod x86 {
     };
     use super::{Lookup, LANES};
 
-    /// See [`super::decode_tokens`]: 16 or 32 bands, one or two registers.
-    ///
-    /// # Safety
-    ///
-    /// The CPU must have AVX-512 F, BW, DQ and VL.
+    /// See [`super::decode_tokens`]: `V` registers of 16 bands each (16 or 32 bands).
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
-    pub(super) unsafe fn decode_tokens(
-        dec: &mut band_rans::Decoder<'_>,
-        tables: &[DecodeTable],
-        lookup: &Lookup,
-        tokens: &mut [u8],
-        classes: &mut [u8],
-    ) -> usize {
-        match dec.bands() {
-            16 => decode_turns::<1>(dec, tables, lookup, tokens, classes),
-            32 => decode_turns::<2>(dec, tables, lookup, tokens, classes),
-            _ => 0,
-        }
-    }
-
-    /// [`decode_tokens`] of `V` registers of 16 bands each.
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
-    fn decode_turns<const V: usize>(
+    pub(super) fn decode_turns<const V: usize>(
         dec: &mut band_rans::Decoder<'_>,
         tables: &[DecodeTable],
         lookup: &Lookup,
