@@ -22,7 +22,8 @@ const MAX_POOLED: usize = 64;
 /// Most bytes of capacity the pool holds.
 const MAX_POOLED_BYTES: usize = 64 << 20;
 
-/// Pooled buffers, empty, each of at least [`MIN_POOLED_CAPACITY`] bytes.
+/// Pooled buffers, each of at least [`MIN_POOLED_CAPACITY`] bytes, holding the bytes
+/// they were given back with (so that [`take_filled`] need not zero them again).
 struct Pool(Mutex<Vec<Vec<u8>>>);
 
 impl Pool {
@@ -38,20 +39,32 @@ impl Pool {
     }
 
     fn take(&self, capacity: usize) -> Vec<u8> {
-        if capacity >= MIN_POOLED_CAPACITY {
-            let mut pool = self.buffers();
-            if let Some(i) = pool.iter().position(|b| b.capacity() >= capacity) {
-                return pool.swap_remove(i);
-            }
-        }
-        Vec::with_capacity(capacity)
+        let mut buffer = self.take_filled(capacity);
+        buffer.clear();
+        buffer
     }
 
-    fn give(&self, mut buffer: Vec<u8>) {
+    fn take_filled(&self, len: usize) -> Vec<u8> {
+        let mut buffer = (len >= MIN_POOLED_CAPACITY)
+            .then(|| {
+                let mut pool = self.buffers();
+                let i = pool.iter().position(|b| b.capacity() >= len)?;
+                Some(pool.swap_remove(i))
+            })
+            .flatten()
+            .unwrap_or_else(|| Vec::with_capacity(len));
+        if buffer.len() >= len {
+            buffer.truncate(len);
+        } else {
+            buffer.resize(len, 0);
+        }
+        buffer
+    }
+
+    fn give(&self, buffer: Vec<u8>) {
         if buffer.capacity() < MIN_POOLED_CAPACITY {
             return;
         }
-        buffer.clear();
         let mut pool = self.buffers();
         let held: usize = pool.iter().map(Vec::capacity).sum();
         if pool.len() < MAX_POOLED && held + buffer.capacity() <= MAX_POOLED_BYTES {
@@ -66,6 +79,13 @@ static POOL: ProcessLocal<Pool> = ProcessLocal::new(Pool::new);
 /// large enough, else a new one.
 pub fn take(capacity: usize) -> Vec<u8> {
     POOL.get().take(capacity)
+}
+
+/// A buffer of `len` bytes whose values are unspecified: a pooled one keeps the bytes it
+/// was given back with (zeros past them), for a caller that writes every byte before
+/// reading it.
+pub fn take_filled(len: usize) -> Vec<u8> {
+    POOL.get().take_filled(len)
 }
 
 /// Hands `buffer` back for reuse (dropped when it is small or the pool is full).
@@ -90,6 +110,28 @@ mod tests {
         // None left: a larger request gets a new buffer.
         let fresh = pool.take(1 << 20);
         assert_ne!(fresh.as_ptr(), at);
+    }
+
+    #[test]
+    fn a_filled_buffer_keeps_the_bytes_it_came_back_with() {
+        let pool = Pool::new();
+        let mut buffer = pool.take_filled(1 << 17);
+        assert_eq!(buffer, vec![0; 1 << 17]);
+        buffer[..4].copy_from_slice(&[1, 2, 3, 4]);
+        let at = buffer.as_ptr();
+        pool.give(buffer);
+        let again = pool.take_filled(3);
+        assert_eq!(again, vec![0; 3], "small requests get new buffers");
+        let mut again = pool.take_filled(1 << 16);
+        assert_eq!((again.as_ptr(), again.len()), (at, 1 << 16));
+        assert_eq!(again[..5], [1, 2, 3, 4, 0]);
+        again.truncate(2);
+        pool.give(again);
+        // Grown past the bytes it came back with: zeros after them.
+        let grown = pool.take_filled(1 << 17);
+        assert_eq!(grown.as_ptr(), at);
+        assert_eq!(grown[..4], [1, 2, 0, 0]);
+        assert!(grown[2..].iter().all(|&b| b == 0));
     }
 
     #[test]

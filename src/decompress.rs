@@ -160,7 +160,15 @@ impl<'a> Chunk<'a> {
         if header.is_planar() {
             let components = header.shape[0] as usize;
             if !transformed {
-                planar::join_into(&coded, decoder.word_size, components, init(out));
+                // Piece by piece, each initialised just before it is written, while it
+                // is in cache.
+                let (w, m) = (decoder.word_size, components);
+                // (A hostile chunk may declare no components: then nothing moves.)
+                let element = (w * m).max(1);
+                let elements = (JOIN_PIECE_BYTES / element).max(1);
+                for (i, out) in out.chunks_mut(elements * element).enumerate() {
+                    planar::join_part_into(&coded, w, m, i * elements, init(out));
+                }
                 buffers::give(coded);
                 return Ok(());
             }
@@ -180,11 +188,13 @@ impl<'a> Chunk<'a> {
     }
 }
 
-/// `len` zero bytes in a buffer from the pool: reused memory, no page faults.
+/// About the bytes of output a planar chunk's join writes at a time.
+const JOIN_PIECE_BYTES: usize = 64 << 10;
+
+/// `len` bytes of unspecified values in a buffer from the pool, every one of them to be
+/// written before it is read: reused memory, no page faults, no zeroing.
 fn scratch(len: usize) -> Vec<u8> {
-    let mut buffer = buffers::take(len);
-    buffer.resize(len, 0);
-    buffer
+    buffers::take_filled(len)
 }
 
 /// The coded words of a chunk into `out`: widened when narrowed, else as they are.

@@ -87,15 +87,24 @@ pub fn split(words: &[u8], w: usize, m: usize) -> Planes {
 /// The inverse of [`split`] into `out` (as long as `planes`). A count `m` of 0 (a
 /// hostile chunk of no words can declare one) moves nothing.
 pub fn join_into(planes: &[u8], w: usize, m: usize, out: &mut [u8]) {
+    join_part_into(planes, w, m, 0, out);
+}
+
+/// The elements from number `first` of the inverse of [`split`], into `out` (whole
+/// elements, at most as many as the planes hold from `first`).
+pub fn join_part_into(planes: &[u8], w: usize, m: usize, first: usize, out: &mut [u8]) {
     if m == 0 {
         return;
     }
-    match w {
-        1 => join_words::<1>(planes, m, out),
-        2 => join_words::<2>(planes, m, out),
-        4 => join_words::<4>(planes, m, out),
-        _ => join_words::<8>(planes, m, out),
-    }
+    crate::isa::vectorised(
+        #[inline(always)]
+        || match w {
+            1 => join_words::<1>(planes, m, first, out),
+            2 => join_words::<2>(planes, m, first, out),
+            4 => join_words::<4>(planes, m, first, out),
+            _ => join_words::<8>(planes, m, first, out),
+        },
+    );
 }
 
 fn split_words<const W: usize>(words: &[u8], m: usize, out: &mut [u8]) {
@@ -111,25 +120,29 @@ fn split_words<const W: usize>(words: &[u8], m: usize, out: &mut [u8]) {
     }
 }
 
-fn join_words<const W: usize>(planes: &[u8], m: usize, out: &mut [u8]) {
+#[inline(always)]
+fn join_words<const W: usize>(planes: &[u8], m: usize, first: usize, out: &mut [u8]) {
     let n = planes.len() / (W * m);
-    if n == 0 {
+    let count = out.len() / (W * m);
+    if n == 0 || count == 0 {
         return;
     }
+    let (words, _) = planes.as_chunks::<W>();
+    let (out, _) = out.as_chunks_mut::<W>();
     if m == 2 {
         // Complex numbers: both planes in one pass.
-        let (re, im) = planes.split_at(n * W);
-        let pairs = re.chunks_exact(W).zip(im.chunks_exact(W));
-        for (element, (a, b)) in out.chunks_exact_mut(2 * W).zip(pairs) {
-            element[..W].copy_from_slice(a);
-            element[W..].copy_from_slice(b);
+        let re = &words[first..first + count];
+        let im = &words[n + first..n + first + count];
+        let (elements, _) = out.as_chunks_mut::<2>();
+        for (element, (a, b)) in elements.iter_mut().zip(re.iter().zip(im)) {
+            *element = [*a, *b];
         }
         return;
     }
-    for (c, plane) in planes.chunks_exact(n * W).enumerate() {
-        let elements = out.chunks_exact_mut(m * W);
-        for (word, element) in plane.chunks_exact(W).zip(elements) {
-            element[c * W..(c + 1) * W].copy_from_slice(word);
+    for c in 0..m {
+        let plane = &words[c * n + first..c * n + first + count];
+        for (element, word) in out.chunks_exact_mut(m).zip(plane) {
+            element[c] = *word;
         }
     }
 }
@@ -157,6 +170,12 @@ mod tests {
                     let mut back = vec![0xAA; words.len()];
                     join_into(&planes, w, m, &mut back);
                     assert_eq!(back, words, "w {w} m {m} n {n}");
+                    // In pieces of 3 elements and a rest.
+                    let mut back = vec![0xAA; words.len()];
+                    for (i, piece) in back.chunks_mut(3 * w * m).enumerate() {
+                        join_part_into(&planes, w, m, 3 * i, piece);
+                    }
+                    assert_eq!(back, words, "w {w} m {m} n {n} in pieces");
                 }
             }
             // A hostile chunk's count of 0 components moves nothing.

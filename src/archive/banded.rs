@@ -181,7 +181,14 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                 scratch.tokens.resize(2 * n, 0);
             }
             let (tokens, classes) = scratch.tokens[..2 * n].split_at_mut(n);
-            let done = kernel::decode_tokens(&mut dec, tables.as_slice(), &lookup, tokens, classes);
+            let done = kernel::decode_tokens(
+                &mut dec,
+                tables.as_slice(),
+                &mut scratch.slots,
+                &lookup,
+                tokens,
+                classes,
+            );
             lookup.decode_tokens(&mut dec, tables.as_slice(), tokens, classes, done);
             dec.finish()?;
             if T::BITS <= 32 && bands.is_multiple_of(kernel::LANES) {
@@ -195,13 +202,15 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                 for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
                     *o = value::<u32>(token, &lookup.values, &mut bits);
                 }
-                crate::isa::vectorised(
-                    #[inline(always)]
-                    || match bands {
-                        16 => unband::<T, 16>(ordered, width, out),
-                        _ => unband::<T, 32>(ordered, width, out),
-                    },
-                );
+                if !kernel::unband(ordered, width, bands, out) {
+                    crate::isa::vectorised(
+                        #[inline(always)]
+                        || match bands {
+                            16 => unband::<T, 16>(ordered, width, out),
+                            _ => unband::<T, 32>(ordered, width, out),
+                        },
+                    );
+                }
                 return bits.finish("raw bits");
             }
             let mut bits = BitCursor::new(raw);
@@ -218,6 +227,8 @@ struct Scratch {
     tokens: Vec<u8>,
     /// Values in band order.
     ordered: Vec<u32>,
+    /// The vector kernel's entry of every slot of every table.
+    slots: Vec<u32>,
 }
 
 thread_local! {

@@ -86,6 +86,11 @@ impl DecodeTable {
         let symbol = self.symbols[(slot & (PROB_SCALE - 1)) as usize];
         (usize::from(symbol), self.ranges[usize::from(symbol)])
     }
+
+    /// Each symbol's range (see [`DecodeTable::lookup`]), in symbol order.
+    pub fn ranges(&self) -> &[u32; 256] {
+        &self.ranges
+    }
 }
 
 /// Byte offset of a [`DecodeTable`]'s symbol of slot 0 within it.
@@ -157,6 +162,17 @@ impl DecodeTables {
     }
 }
 
+/// The index of the first of the largest of `freq` (not empty).
+fn first_largest(freq: &[u16]) -> usize {
+    let mut best = 0;
+    for (i, &f) in freq.iter().enumerate().skip(1) {
+        if f > freq[best] {
+            best = i;
+        }
+    }
+    best
+}
+
 /// Frequencies summing to [`PROB_SCALE`] in proportion to `weights`, every symbol of
 /// non-zero weight at least 1. Integer arithmetic only: encoder and decoder derive the
 /// same table from the same weights. All-zero weights give symbol 0 the whole range.
@@ -177,11 +193,7 @@ pub fn normalize(weights: &[u64]) -> Vec<u16> {
     }
     // Give the rounding error to (or take it from) the largest frequencies.
     while sum != PROB_SCALE {
-        let (i, _) = freq
-            .iter()
-            .enumerate()
-            .max_by_key(|&(i, &f)| (f, std::cmp::Reverse(i)))
-            .expect("non-empty");
+        let i = first_largest(&freq);
         if sum < PROB_SCALE {
             let add = (PROB_SCALE - sum) as u16;
             freq[i] += add;

@@ -6,7 +6,7 @@
 //! reference: both give the same tokens, classes and stream position.
 
 use super::super::band_rans;
-use super::super::rans::DecodeTable;
+use super::super::rans::{range_freq, DecodeTable, PROB_SCALE};
 use super::Lookup;
 
 /// Bands one register decodes at once: 16 lanes of 32 bits.
@@ -15,27 +15,97 @@ pub(super) const LANES: usize = 16;
 /// Decodes the tokens of the first turns of 16 or 32 bands into `tokens` and `classes`
 /// (in band order) with the vector kernel, when this CPU has one and the stream has 16
 /// or 32 bands; returns the position it stopped at (a multiple of the band count, 0
-/// when it did not run), from which the portable decoder goes on.
+/// when it did not run), from which the portable decoder goes on. `slots` is scratch
+/// for the kernel's [`slot_entries`].
 pub(super) fn decode_tokens(
     dec: &mut band_rans::Decoder<'_>,
     tables: &[DecodeTable],
+    slots: &mut Vec<u32>,
+    lookup: &Lookup,
+    tokens: &mut [u8],
+    classes: &mut [u8],
+) -> usize {
+    let with_slots = crate::isa::avx512_kernels();
+    decode_tokens_by(with_slots, dec, tables, slots, lookup, tokens, classes)
+}
+
+/// [`decode_tokens`], by the kernel that looks a state up in its slot's entry
+/// ([`slot_entries`]) when `with_slots` and this CPU has it, else by the one that looks
+/// up the slot's symbol and then its range.
+fn decode_tokens_by(
+    with_slots: bool,
+    dec: &mut band_rans::Decoder<'_>,
+    tables: &[DecodeTable],
+    slots: &mut Vec<u32>,
     lookup: &Lookup,
     tokens: &mut [u8],
     classes: &mut [u8],
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     if crate::isa::level() == crate::isa::Level::Avx512 {
-        match dec.bands() {
+        let bands = dec.bands();
+        if with_slots && crate::isa::avx512_kernels() && (bands == 16 || bands == 32) {
+            crate::isa::vectorised(
+                #[inline(always)]
+                || slot_entries(tables, slots),
+            );
+            let class_of: [u8; 256] = std::array::from_fn(|t| lookup.values[t] as u8);
+            let entries = x86::Entries::Slots(slots, &class_of);
+            return match bands {
+                // SAFETY: the CPU has AVX-512 F, BW, DQ, VL and VBMI (the kernels').
+                16 => unsafe { x86::decode_turns_vbmi::<1>(dec, entries, lookup, tokens, classes) },
+                // SAFETY: as above.
+                _ => unsafe { x86::decode_turns_vbmi::<2>(dec, entries, lookup, tokens, classes) },
+            };
+        }
+        let entries = x86::Entries::Tables(tables);
+        match bands {
             // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
-            16 => return unsafe { x86::decode_turns::<1>(dec, tables, lookup, tokens, classes) },
+            16 => return unsafe { x86::decode_turns::<1>(dec, entries, lookup, tokens, classes) },
             // SAFETY: as above.
-            32 => return unsafe { x86::decode_turns::<2>(dec, tables, lookup, tokens, classes) },
+            32 => return unsafe { x86::decode_turns::<2>(dec, entries, lookup, tokens, classes) },
             _ => {}
         }
     }
-    let _ = (dec, tables, lookup, tokens, classes);
+    let _ = (with_slots, dec, tables, slots, lookup, tokens, classes);
     0
 }
+
+/// The entry of every slot of every table, table after table ([`PROB_SCALE`] each):
+/// the slot's symbol (bits 0 to 7), the symbol's frequency less one (bits 8 to 19) and
+/// the slot's offset from the symbol's cumulative frequency (from bit 20), so that one
+/// lookup gives a state's symbol and its next state. Written into `slots`, followed by
+/// 16 more words (scratch of the fill).
+#[inline(always)]
+pub(super) fn slot_entries(tables: &[DecodeTable], slots: &mut Vec<u32>) {
+    let scale = PROB_SCALE as usize;
+    slots.resize(tables.len() * scale + LANES, 0);
+    for (t, table) in tables.iter().enumerate() {
+        let mut cum = t * scale;
+        for (symbol, &range) in table.ranges().iter().enumerate() {
+            let freq = range_freq(range) as usize;
+            if freq == 0 {
+                continue;
+            }
+            let entry = symbol as u32 | (freq as u32 - 1) << 8;
+            // Whole runs of 16: the words past the range are the next range's (or
+            // the next table's, or the 16 after the last), written afterwards.
+            for start in (0..freq).step_by(LANES) {
+                let run = &mut slots[cum + start..cum + start + LANES];
+                for (offset, slot) in (start..).zip(run) {
+                    *slot = entry | (offset as u32) << SLOT_OFFSET_SHIFT;
+                }
+            }
+            cum += freq;
+            if cum == (t + 1) * scale {
+                break;
+            }
+        }
+    }
+}
+
+/// Where a slot entry of [`slot_entries`] holds the slot's offset in its symbol's range.
+const SLOT_OFFSET_SHIFT: u32 = 20;
 
 /// Reads the raw bits of the first turns of 16 of `tokens` (in band order, of words of
 /// at most 32 bits) from `raw`, starting at bit `*bit`, and writes each value
@@ -59,33 +129,93 @@ pub(super) fn restore_values(
     0
 }
 
+/// Writes the values of `ordered` (in band order of `bands` bands, whole rows of
+/// `width`) to their places in `out` with the vector kernel, 16 turns of 16 bands at a
+/// time through a transpose in registers, when this CPU has one, the words are of 32
+/// bits and the bands 16 or 32; returns whether it ran.
+pub(super) fn unband<T: crate::word::Word>(
+    ordered: &[u32],
+    width: usize,
+    bands: usize,
+    out: &mut [T],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::level() == crate::isa::Level::Avx512
+        && bands.is_multiple_of(LANES)
+        && width.is_multiple_of(bands)
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u32>()
+    {
+        // SAFETY: `T` is `u32` (the same type id), so the slice is one of `u32`s.
+        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
+        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
+        unsafe { x86::unband(ordered, width, bands, out) };
+        return true;
+    }
+    let _ = (ordered, width, bands, out);
+    false
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::super::band_rans::{self, BAND_L};
+    use super::super::super::rans::PROB_SCALE;
     use super::super::super::rans::{
         DecodeTable, CLASS_SHIFT, CUM_SHIFT, PROB_BITS, RANGES_OFFSET, SYMBOLS_OFFSET,
     };
-    use super::{Lookup, LANES};
+    use super::{Lookup, LANES, SLOT_OFFSET_SHIFT};
 
-    /// See [`super::decode_tokens`]: `V` registers of 16 bands each (16 or 32 bands).
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
-    pub(super) fn decode_turns<const V: usize>(
-        dec: &mut band_rans::Decoder<'_>,
-        tables: &[DecodeTable],
-        lookup: &Lookup,
-        tokens: &mut [u8],
-        classes: &mut [u8],
-    ) -> usize {
+    /// Where the kernel looks a state's symbol and range up.
+    #[derive(Clone, Copy)]
+    pub(super) enum Entries<'a> {
+        /// The tables themselves: the slot's symbol, then the symbol's range.
+        Tables(&'a [DecodeTable]),
+        /// Every slot's entry (see [`super::slot_entries`]) and each token's class.
+        Slots(&'a [u32], &'a [u8; 256]),
+    }
+
+    /// Defines a kernel of [`super::decode_tokens`] compiled for `$features`: `V`
+    /// registers of 16 bands each (16 or 32 bands), the states looked up in `entries`,
+    /// the classes of tokens looked up by slot entry with `$class`. Two copies of one
+    /// body, so that each inlines the intrinsics of its features.
+    macro_rules! token_kernel {
+        ($(#[$doc:meta])* $name:ident, $class:ident, $features:literal) => {
+            $(#[$doc])*
+            #[target_feature(enable = $features)]
+            pub(super) fn $name<const V: usize>(
+                dec: &mut band_rans::Decoder<'_>,
+                entries: Entries<'_>,
+                lookup: &Lookup,
+                tokens: &mut [u8],
+                classes: &mut [u8],
+            ) -> usize {
         let bands = V * LANES;
         let n = tokens.len().min(classes.len());
         let turns = n / bands;
         let cfg = lookup.cfg;
         let (width, left) = (lookup.width, lookup.left);
         debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
-        let table_bytes = std::mem::size_of::<DecodeTable>() as i32;
-        let tables_base = tables.as_ptr().cast::<u8>();
+        let (tables_base, slots, class_of) = match entries {
+            Entries::Tables(tables) => (tables.as_ptr().cast::<u8>(), None, [zero_512(); 4]),
+            Entries::Slots(slots, class_of) => {
+                debug_assert!(
+                    slots.len()
+                        >= usize::from(cfg.buckets) * usize::from(cfg.split) * PROB_SCALE as usize
+                );
+                // SAFETY: 4 loads of 64 bytes within the 256 of `class_of`.
+                let quarters = std::array::from_fn(|q| unsafe {
+                    _mm512_loadu_si512(class_of.as_ptr().add(64 * q).cast())
+                });
+                (std::ptr::null(), Some(slots.as_ptr()), quarters)
+            }
+        };
+        // A context's table, in bytes from the first table's, or in slot entries from
+        // the first entry.
+        let table_size = match slots {
+            None => std::mem::size_of::<DecodeTable>() as i32,
+            Some(_) => PROB_SCALE as i32,
+        };
 
         // Contexts: class 0 for up = 0, else up - base + 1 clamped to [min(1, last),
         // last]; times the split, plus the refinement by the sign of left - up.
@@ -94,13 +224,14 @@ mod x86 {
         let class_last = _mm512_set1_epi32(last);
         let class_shift = _mm512_set1_epi32(i32::from(cfg.base) - 1);
         let split3 = cfg.split == 3;
-        let split = _mm512_set1_epi32(i32::from(cfg.split) * table_bytes);
-        let table_size = _mm512_set1_epi32(table_bytes);
+        let split = _mm512_set1_epi32(i32::from(cfg.split) * table_size);
+        let table_size = _mm512_set1_epi32(table_size);
         let symbols_at = _mm512_set1_epi32(SYMBOLS_OFFSET as i32);
         let ranges_at = _mm512_set1_epi32(RANGES_OFFSET as i32);
         let byte = _mm512_set1_epi32(0xff);
         let slot_mask = _mm512_set1_epi32((1 << PROB_BITS) - 1);
         let freq_mask = _mm512_set1_epi32((1 << CUM_SHIFT) - 1);
+        let entry_freq_mask = _mm512_set1_epi32((1 << (SLOT_OFFSET_SHIFT - 8)) - 1);
         let bound = _mm512_set1_epi32(BAND_L as i32);
         let zero = _mm512_setzero_si512();
 
@@ -144,31 +275,49 @@ mod x86 {
                 }
 
                 let slot = _mm512_and_si512(*x, slot_mask);
-                // SAFETY: `table` is a context's table (below `buckets * split`, the
-                // tables read) times its size, and the 4 bytes at a slot lie within its
-                // table (`DecodeTable` is `repr(C)`, the symbols first).
-                let symbol = unsafe {
-                    let at = _mm512_add_epi32(_mm512_add_epi32(table, symbols_at), slot);
-                    _mm512_and_si512(_mm512_i32gather_epi32::<1>(at, tables_base.cast()), byte)
-                };
-                // SAFETY: a symbol's range in its table, 4-byte aligned.
-                let range = unsafe {
-                    let at = _mm512_add_epi32(
-                        _mm512_add_epi32(table, ranges_at),
-                        _mm512_slli_epi32::<2>(symbol),
+                let (symbol, class, state) = if let Some(slots) = slots {
+                    // SAFETY: `table` is a context's first entry (below `buckets *
+                    // split` tables of 4096 entries, the entries built) and `slot`
+                    // one of its 4096.
+                    let entry = unsafe {
+                        _mm512_i32gather_epi32::<4>(_mm512_add_epi32(table, slot), slots.cast())
+                    };
+                    let symbol = _mm512_and_si512(entry, byte);
+                    let freq = _mm512_and_si512(_mm512_srli_epi32::<8>(entry), entry_freq_mask);
+                    let quotient = _mm512_srli_epi32::<PROB_BITS>(*x);
+                    let state = _mm512_add_epi32(
+                        _mm512_add_epi32(_mm512_mullo_epi32(freq, quotient), quotient),
+                        _mm512_srli_epi32::<SLOT_OFFSET_SHIFT>(entry),
                     );
-                    _mm512_i32gather_epi32::<1>(at, tables_base.cast())
-                };
-                let state = _mm512_sub_epi32(
-                    _mm512_add_epi32(
-                        _mm512_mullo_epi32(
-                            _mm512_and_si512(range, freq_mask),
-                            _mm512_srli_epi32::<PROB_BITS>(*x),
+                    (symbol, $class(symbol, &class_of), state)
+                } else {
+                    // SAFETY: `table` is a context's table (below `buckets * split`, the
+                    // tables read) times its size, and the 4 bytes at a slot lie within
+                    // its table (`DecodeTable` is `repr(C)`, the symbols first).
+                    let symbol = unsafe {
+                        let at = _mm512_add_epi32(_mm512_add_epi32(table, symbols_at), slot);
+                        _mm512_and_si512(_mm512_i32gather_epi32::<1>(at, tables_base.cast()), byte)
+                    };
+                    // SAFETY: a symbol's range in its table, 4-byte aligned.
+                    let range = unsafe {
+                        let at = _mm512_add_epi32(
+                            _mm512_add_epi32(table, ranges_at),
+                            _mm512_slli_epi32::<2>(symbol),
+                        );
+                        _mm512_i32gather_epi32::<1>(at, tables_base.cast())
+                    };
+                    let state = _mm512_sub_epi32(
+                        _mm512_add_epi32(
+                            _mm512_mullo_epi32(
+                                _mm512_and_si512(range, freq_mask),
+                                _mm512_srli_epi32::<PROB_BITS>(*x),
+                            ),
+                            slot,
                         ),
-                        slot,
-                    ),
-                    _mm512_and_si512(_mm512_srli_epi32::<CUM_SHIFT>(range), slot_mask),
-                );
+                        _mm512_and_si512(_mm512_srli_epi32::<CUM_SHIFT>(range), slot_mask),
+                    );
+                    (symbol, _mm512_srli_epi32::<CLASS_SHIFT>(range), state)
+                };
                 let renormalise = _mm512_cmplt_epu32_mask(state, bound);
                 // SAFETY: `pos + 32 <= input.len()` (the loop's condition: this
                 // register's words start at most `(V - 1) * 32` bytes further).
@@ -188,7 +337,7 @@ mod x86 {
                     );
                     _mm_storeu_si128(
                         classes.as_mut_ptr().add(at).cast(),
-                        _mm512_cvtepi32_epi8(_mm512_srli_epi32::<CLASS_SHIFT>(range)),
+                        _mm512_cvtepi32_epi8(class),
                     );
                 }
             }
@@ -201,6 +350,22 @@ mod x86 {
         dec.pos = pos;
         turn * bands
     }
+        };
+    }
+
+    token_kernel!(
+        /// The kernel by symbol and range ([`Entries::Tables`]).
+        decode_turns,
+        no_class_lookup,
+        "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"
+    );
+    token_kernel!(
+        /// The kernel by slot entry ([`Entries::Slots`]), whose classes come from VBMI's
+        /// byte shuffles.
+        decode_turns_vbmi,
+        class_lookup,
+        "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt"
+    );
 
     /// See [`super::restore_values`].
     ///
@@ -277,6 +442,104 @@ mod x86 {
         *bit = at;
         turn * LANES
     }
+
+    /// See [`super::unband`]: `bands` a multiple of 16 dividing `width`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
+    pub(super) fn unband(ordered: &[u32], width: usize, bands: usize, out: &mut [u32]) {
+        let b = width / bands;
+        let whole = b / LANES * LANES;
+        for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for c0 in (0..whole).step_by(LANES) {
+                for g0 in (0..bands).step_by(LANES) {
+                    // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 16`
+                    // (`c0 + 16 <= b`, `g0 + 16 <= bands`).
+                    let turns: [__m512i; LANES] = std::array::from_fn(|i| unsafe {
+                        _mm512_loadu_si512(from.as_ptr().add((c0 + i) * bands + g0).cast())
+                    });
+                    for (j, band) in transpose(turns).into_iter().enumerate() {
+                        // SAFETY: band `g0 + j` holds positions `c0..c0 + 16`.
+                        unsafe {
+                            _mm512_storeu_si512(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
+                        };
+                    }
+                }
+            }
+            for c in whole..b {
+                for g in 0..bands {
+                    to[g * b + c] = from[c * bands + g];
+                }
+            }
+        }
+    }
+
+    /// A zero register.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn zero_512() -> __m512i {
+        _mm512_setzero_si512()
+    }
+
+    /// For the kernel without VBMI, which takes no slot entries.
+    fn no_class_lookup(_: __m512i, _: &[__m512i; 4]) -> __m512i {
+        unreachable!("slot entries reach the VBMI kernel only")
+    }
+
+    /// The class of each lane's token (below 256) in `class_of`, its 256 bytes in four
+    /// registers.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn class_lookup(token: __m512i, class_of: &[__m512i; 4]) -> __m512i {
+        let low = _mm512_permutex2var_epi8(class_of[0], token, class_of[1]);
+        let high = _mm512_permutex2var_epi8(class_of[2], token, class_of[3]);
+        // Bit 7 of a lane's low byte picks the half; the lane keeps its low byte.
+        let upper = _mm512_test_epi32_mask(token, _mm512_set1_epi32(0x80));
+        _mm512_and_si512(
+            _mm512_mask_blend_epi32(upper, low, high),
+            _mm512_set1_epi32(0xff),
+        )
+    }
+
+    /// The transpose of 16 rows of 16 words: lane `i` of row `j` is lane `j` of row `i`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn transpose(r: [__m512i; LANES]) -> [__m512i; LANES] {
+        // Pairs of words, then of pairs, then of 128-bit quarters, twice.
+        let a: [__m512i; LANES] = std::array::from_fn(|i| {
+            let (p, q) = (r[i & !1], r[i | 1]);
+            if i & 1 == 0 {
+                _mm512_unpacklo_epi32(p, q)
+            } else {
+                _mm512_unpackhi_epi32(p, q)
+            }
+        });
+        let b: [__m512i; LANES] = std::array::from_fn(|i| {
+            let base = i & !3;
+            let half = i >> 1 & 1;
+            let (p, q) = (a[base + half], a[base + 2 + half]);
+            if i & 1 == 0 {
+                _mm512_unpacklo_epi64(p, q)
+            } else {
+                _mm512_unpackhi_epi64(p, q)
+            }
+        });
+        let c: [__m512i; LANES] = std::array::from_fn(|i| {
+            let base = i & !7;
+            let (p, q) = (b[base + (i & 3)], b[base + 4 + (i & 3)]);
+            if i & 4 == 0 {
+                _mm512_shuffle_i32x4::<0x88>(p, q)
+            } else {
+                _mm512_shuffle_i32x4::<0xdd>(p, q)
+            }
+        });
+        std::array::from_fn(|i| {
+            let (p, q) = (c[i & 7], c[8 + (i & 7)]);
+            if i & 8 == 0 {
+                _mm512_shuffle_i32x4::<0x88>(p, q)
+            } else {
+                _mm512_shuffle_i32x4::<0xdd>(p, q)
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -325,12 +588,46 @@ mod tests {
         }
     }
 
+    /// The transposing kernel puts every value where the portable loop does, for bands
+    /// of whole and partial runs of 16 turns.
+    #[test]
+    fn the_unband_kernel_places_values_as_the_portable_loop() {
+        let mut rng = SmallRng::seed_from_u64(41);
+        for (bands, b, rows) in [
+            (16, 16, 1),
+            (16, 1, 3),
+            (32, 17, 2),
+            (16, 40, 5),
+            (32, 64, 2),
+        ] {
+            let width = bands * b;
+            let ordered: Vec<u32> = (0..width * rows).map(|_| rng.gen()).collect();
+            let mut expected = vec![0u32; ordered.len()];
+            match bands {
+                16 => super::super::unband::<u32, 16>(&ordered, width, &mut expected),
+                _ => super::super::unband::<u32, 32>(&ordered, width, &mut expected),
+            }
+            let mut got = vec![0u32; ordered.len()];
+            let ran = unband(&ordered, width, bands, &mut got);
+            assert_eq!(ran, crate::isa::level() == crate::isa::Level::Avx512);
+            if ran {
+                assert_eq!(got, expected, "{bands} bands of {b}");
+            }
+        }
+    }
+
     /// On arbitrary streams and tables (whatever they decode to), the kernel gives the
     /// portable decoder's tokens, classes, states and stream position, for every
     /// context layout and for neighbours in the first row and turns.
     #[test]
     fn the_kernel_decodes_as_the_portable_decoder() {
-        let mut rng = SmallRng::seed_from_u64(31);
+        // 32-bit words' alphabets reach 128 tokens, 64-bit words' 256.
+        kernel_decodes_as_the_portable_decoder::<u32>(31);
+        kernel_decodes_as_the_portable_decoder::<u64>(32);
+    }
+
+    fn kernel_decodes_as_the_portable_decoder<T: crate::word::Word>(seed: u64) {
+        let mut rng = SmallRng::seed_from_u64(seed);
         for case in 0..60 {
             let (buckets, split) = [(1u8, 1u8), (6, 1), (16, 3), (3, 3)][case % 4];
             let cfg = ContextConfig {
@@ -340,10 +637,10 @@ mod tests {
                 token_bits: rng.gen_range(1..=2),
                 fields: None,
             };
-            let lookup_classes = token_values::<u32>(cfg).map(|value| value as u8);
+            let lookup_classes = token_values::<T>(cfg).map(|value| value as u8);
             let mut tables = DecodeTables::new();
             for _ in 0..cfg.contexts() {
-                let alphabet = cfg.alphabet::<u32>();
+                let alphabet = cfg.alphabet::<T>();
                 let weights: Vec<u64> = (0..alphabet)
                     .map(|_| {
                         if rng.gen_range(0..3) == 0 {
@@ -359,7 +656,7 @@ mod tests {
             let width = bands * [1usize, 2, 8, 64][case % 4];
             let left = bands * rng.gen_range(1..4);
             let n = width * rng.gen_range(1..40);
-            let lookup = Lookup::new::<u32>(cfg, left, width);
+            let lookup = Lookup::new::<T>(cfg, left, width);
             let mut stream: Vec<u8> = (0..rng.gen_range(128..128 + 4 * n))
                 .map(|_| rng.gen())
                 .collect();
@@ -367,7 +664,7 @@ mod tests {
                 state[2] |= 1;
             }
             let decoders = || band_rans::Decoder::new(&stream[..stream.len() & !1], bands).unwrap();
-            let (mut reference, mut fast) = (decoders(), decoders());
+            let mut reference = decoders();
             let mut expected = (vec![0u8; n], vec![0u8; n]);
             lookup.decode_tokens(
                 &mut reference,
@@ -376,19 +673,27 @@ mod tests {
                 &mut expected.1,
                 0,
             );
-            let mut got = (vec![0u8; n], vec![0u8; n]);
-            let done = decode_tokens(
-                &mut fast,
-                tables.as_slice(),
-                &lookup,
-                &mut got.0,
-                &mut got.1,
-            );
-            lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
-            assert_eq!(got, expected, "case {case}");
-            assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
-            if crate::isa::level() == crate::isa::Level::Avx512 && stream.len() >= 4 * bands + 64 {
-                assert!(done > 0, "the kernel ran");
+            // Both kernels: by slot entries, and by symbol and range.
+            for with_slots in [true, false] {
+                let mut fast = decoders();
+                let mut got = (vec![0u8; n], vec![0u8; n]);
+                let done = decode_tokens_by(
+                    with_slots,
+                    &mut fast,
+                    tables.as_slice(),
+                    &mut Vec::new(),
+                    &lookup,
+                    &mut got.0,
+                    &mut got.1,
+                );
+                lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
+                assert_eq!(got, expected, "case {case} slots {with_slots}");
+                assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
+                if crate::isa::level() == crate::isa::Level::Avx512
+                    && stream.len() >= 4 * bands + 64
+                {
+                    assert!(done > 0, "the kernel ran");
+                }
             }
         }
     }
