@@ -38,21 +38,28 @@ impl Pool {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// A pooled buffer of at least `capacity` bytes, if one is held.
+    fn pooled(&self, capacity: usize) -> Option<Vec<u8>> {
+        if capacity < MIN_POOLED_CAPACITY {
+            return None;
+        }
+        let mut pool = self.buffers();
+        let i = pool.iter().position(|b| b.capacity() >= capacity)?;
+        Some(pool.swap_remove(i))
+    }
+
     fn take(&self, capacity: usize) -> Vec<u8> {
-        let mut buffer = self.take_filled(capacity);
-        buffer.clear();
-        buffer
+        match self.pooled(capacity) {
+            Some(mut buffer) => {
+                buffer.clear();
+                buffer
+            }
+            None => Vec::with_capacity(capacity),
+        }
     }
 
     fn take_filled(&self, len: usize) -> Vec<u8> {
-        let mut buffer = (len >= MIN_POOLED_CAPACITY)
-            .then(|| {
-                let mut pool = self.buffers();
-                let i = pool.iter().position(|b| b.capacity() >= len)?;
-                Some(pool.swap_remove(i))
-            })
-            .flatten()
-            .unwrap_or_else(|| Vec::with_capacity(len));
+        let mut buffer = self.pooled(len).unwrap_or_default();
         if buffer.len() >= len {
             buffer.truncate(len);
         } else {

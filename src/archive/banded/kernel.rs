@@ -367,13 +367,10 @@ mod x86 {
         "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt"
     );
 
-    /// See [`super::restore_values`].
-    ///
-    /// # Safety
-    ///
-    /// The CPU must have AVX-512 F, BW, DQ, VL and VBMI.
+    /// See [`super::restore_values`]. The meaning of each token (its raw bit count and
+    /// top bits) comes from byte shuffles of 64 tokens at a time.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt")]
-    pub(super) unsafe fn restore_values(
+    pub(super) fn restore_values(
         tokens: &[u8],
         values: &[u32; 256],
         raw: &[u8],
@@ -381,7 +378,15 @@ mod x86 {
         ordered: &mut [u32],
     ) -> usize {
         let turns = tokens.len().min(ordered.len()) / LANES;
-        let byte = _mm512_set1_epi32(0xff);
+        // Each token's raw bit count, and its top bits' low and high bytes.
+        let byte_table = |shift: u32| -> [__m512i; 4] {
+            let bytes: [u8; 256] = std::array::from_fn(|t| (values[t] >> shift) as u8);
+            // SAFETY: 4 loads of 64 bytes within the 256 of `bytes`.
+            std::array::from_fn(|q| unsafe {
+                _mm512_loadu_si512(bytes.as_ptr().add(64 * q).cast())
+            })
+        };
+        let (counts_of, top_low_of, top_high_of) = (byte_table(8), byte_table(16), byte_table(24));
         let one = _mm512_set1_epi32(1);
         let seven = _mm512_set1_epi32(7);
         let thirty_two = _mm512_set1_epi32(32);
@@ -392,55 +397,88 @@ mod x86 {
         let zero = _mm512_setzero_si512();
         let mut at = *bit;
         let mut turn = 0;
-        // A turn reads at most 16 fields of at most 32 bits from the 128 bytes from
-        // the byte of its first bit (its fields end within the first 67).
-        while turn < turns && (at >> 3) as usize + 128 <= raw.len() {
+        'blocks: while turn < turns {
+            // The meanings of the next 4 turns' tokens (of those there are).
             let p = turn * LANES;
-            // SAFETY: positions `p..p + 16` lie in `tokens` (`turn < turns`).
-            let token =
-                unsafe { _mm512_cvtepu8_epi32(_mm_loadu_si128(tokens.as_ptr().add(p).cast())) };
-            // SAFETY: a token is below 256, the length of `values`.
-            let value = unsafe { _mm512_i32gather_epi32::<4>(token, values.as_ptr().cast()) };
-            let n = _mm512_and_si512(_mm512_srli_epi32::<8>(value), byte);
-            // Inclusive prefix sums of the field widths across the lanes.
-            let mut sum = n;
-            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<15>(sum, zero));
-            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
-            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
-            sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
-            let start =
-                _mm512_add_epi32(_mm512_sub_epi32(sum, n), _mm512_set1_epi32((at & 7) as i32));
-            // Each field's 8 bytes from the byte of its first bit, picked from the
-            // window: bytes `from..from + 4` and `from + 4..from + 8` of each lane.
-            // SAFETY: the 128 bytes lie within `raw` (the loop's condition).
-            let (window_lo, window_hi) = unsafe {
-                let base = raw.as_ptr().add((at >> 3) as usize);
-                (
-                    _mm512_loadu_si512(base.cast()),
-                    _mm512_loadu_si512(base.add(64).cast()),
-                )
+            let left = (tokens.len() - p).min(64);
+            // SAFETY: the bytes loaded lie in `tokens` (`p + left <= tokens.len()`); the
+            // others are masked off.
+            let block = unsafe {
+                _mm512_maskz_loadu_epi8(u64::MAX >> (64 - left), tokens.as_ptr().add(p).cast())
             };
-            let from = _mm512_srli_epi32::<3>(start);
-            let index = _mm512_add_epi32(_mm512_mullo_epi32(from, spread), byte_order);
-            let low = _mm512_permutex2var_epi8(window_lo, index, window_hi);
-            let high =
-                _mm512_permutex2var_epi8(window_lo, _mm512_add_epi32(index, next_four), window_hi);
-            let shift = _mm512_and_si512(start, seven);
-            let fields = _mm512_or_si512(
-                _mm512_srlv_epi32(low, shift),
-                _mm512_sllv_epi32(high, _mm512_sub_epi32(thirty_two, shift)),
-            );
-            let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, n), one);
-            let top = _mm512_sllv_epi32(_mm512_srli_epi32::<16>(value), n);
-            let out = _mm512_or_si512(top, _mm512_and_si512(fields, mask));
-            // SAFETY: positions `p..p + 16` lie in `ordered` (`turn < turns`).
-            unsafe { _mm512_storeu_si512(ordered.as_mut_ptr().add(p).cast(), out) };
-            let total = _mm512_cvtsi512_si32(_mm512_permutexvar_epi32(last_lane, sum));
-            at += total as u64;
-            turn += 1;
+            let counts = byte_lookup(block, &counts_of);
+            let top_low = byte_lookup(block, &top_low_of);
+            let top_high = byte_lookup(block, &top_high_of);
+            for g in 0..4 {
+                // A turn reads at most 16 fields of at most 32 bits from the 128 bytes
+                // from the byte of its first bit (its fields end within the first 67).
+                if turn >= turns || (at >> 3) as usize + 128 > raw.len() {
+                    break 'blocks;
+                }
+                let quarter = |v: __m512i| {
+                    _mm512_cvtepu8_epi32(match g {
+                        0 => _mm512_castsi512_si128(v),
+                        1 => _mm512_extracti32x4_epi32::<1>(v),
+                        2 => _mm512_extracti32x4_epi32::<2>(v),
+                        _ => _mm512_extracti32x4_epi32::<3>(v),
+                    })
+                };
+                let n = quarter(counts);
+                let top =
+                    _mm512_or_si512(quarter(top_low), _mm512_slli_epi32::<8>(quarter(top_high)));
+                // Inclusive prefix sums of the field widths across the lanes.
+                let mut sum = n;
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<15>(sum, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
+                let start =
+                    _mm512_add_epi32(_mm512_sub_epi32(sum, n), _mm512_set1_epi32((at & 7) as i32));
+                // Each field's 8 bytes from the byte of its first bit, picked from the
+                // window: bytes `from..from + 4` and `from + 4..from + 8` of each lane.
+                // SAFETY: the 128 bytes lie within `raw` (checked above).
+                let (window_lo, window_hi) = unsafe {
+                    let base = raw.as_ptr().add((at >> 3) as usize);
+                    (
+                        _mm512_loadu_si512(base.cast()),
+                        _mm512_loadu_si512(base.add(64).cast()),
+                    )
+                };
+                let from = _mm512_srli_epi32::<3>(start);
+                let index = _mm512_add_epi32(_mm512_mullo_epi32(from, spread), byte_order);
+                let low = _mm512_permutex2var_epi8(window_lo, index, window_hi);
+                let high = _mm512_permutex2var_epi8(
+                    window_lo,
+                    _mm512_add_epi32(index, next_four),
+                    window_hi,
+                );
+                let shift = _mm512_and_si512(start, seven);
+                let fields = _mm512_or_si512(
+                    _mm512_srlv_epi32(low, shift),
+                    _mm512_sllv_epi32(high, _mm512_sub_epi32(thirty_two, shift)),
+                );
+                let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, n), one);
+                let out =
+                    _mm512_or_si512(_mm512_sllv_epi32(top, n), _mm512_and_si512(fields, mask));
+                // SAFETY: positions `turn * 16..turn * 16 + 16` lie in `ordered`
+                // (`turn < turns`).
+                unsafe { _mm512_storeu_si512(ordered.as_mut_ptr().add(turn * LANES).cast(), out) };
+                let total = _mm512_cvtsi512_si32(_mm512_permutexvar_epi32(last_lane, sum));
+                at += total as u64;
+                turn += 1;
+            }
         }
         *bit = at;
         turn * LANES
+    }
+
+    /// Each byte of `index` looked up in the 256 bytes of `table` (four registers).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn byte_lookup(index: __m512i, table: &[__m512i; 4]) -> __m512i {
+        let low = _mm512_permutex2var_epi8(table[0], index, table[1]);
+        let high = _mm512_permutex2var_epi8(table[2], index, table[3]);
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
     /// See [`super::unband`]: `bands` a multiple of 16 dividing `width`.
