@@ -197,17 +197,15 @@ mod x86 {
         let (width, left) = (lookup.width, lookup.left);
         debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
         let (tables_base, slots, class_of) = match entries {
-            Entries::Tables(tables) => (tables.as_ptr().cast::<u8>(), None, [zero_512(); 4]),
+            Entries::Tables(tables) => {
+                (tables.as_ptr().cast::<u8>(), None, [_mm512_setzero_si512(); 4])
+            }
             Entries::Slots(slots, class_of) => {
                 debug_assert!(
                     slots.len()
                         >= usize::from(cfg.buckets) * usize::from(cfg.split) * PROB_SCALE as usize
                 );
-                // SAFETY: 4 loads of 64 bytes within the 256 of `class_of`.
-                let quarters = std::array::from_fn(|q| unsafe {
-                    _mm512_loadu_si512(class_of.as_ptr().add(64 * q).cast())
-                });
-                (std::ptr::null(), Some(slots.as_ptr()), quarters)
+                (std::ptr::null(), Some(slots.as_ptr()), registers_of(class_of))
             }
         };
         // A context's table, in bytes from the first table's, or in slot entries from
@@ -379,13 +377,8 @@ mod x86 {
     ) -> usize {
         let turns = tokens.len().min(ordered.len()) / LANES;
         // Each token's raw bit count, and its top bits' low and high bytes.
-        let byte_table = |shift: u32| -> [__m512i; 4] {
-            let bytes: [u8; 256] = std::array::from_fn(|t| (values[t] >> shift) as u8);
-            // SAFETY: 4 loads of 64 bytes within the 256 of `bytes`.
-            std::array::from_fn(|q| unsafe {
-                _mm512_loadu_si512(bytes.as_ptr().add(64 * q).cast())
-            })
-        };
+        let byte_table =
+            |shift: u32| registers_of(&std::array::from_fn(|t| (values[t] >> shift) as u8));
         let (counts_of, top_low_of, top_high_of) = (byte_table(8), byte_table(16), byte_table(24));
         let one = _mm512_set1_epi32(1);
         let seven = _mm512_set1_epi32(7);
@@ -510,11 +503,12 @@ mod x86 {
         }
     }
 
-    /// A zero register.
+    /// The 256 bytes of a lookup table in four registers (see [`byte_lookup`]).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn zero_512() -> __m512i {
-        _mm512_setzero_si512()
+    fn registers_of(table: &[u8; 256]) -> [__m512i; 4] {
+        // SAFETY: 4 loads of 64 bytes within the 256 of `table`.
+        std::array::from_fn(|q| unsafe { _mm512_loadu_si512(table.as_ptr().add(64 * q).cast()) })
     }
 
     /// For the kernel without VBMI, which takes no slot entries.
@@ -523,18 +517,11 @@ mod x86 {
     }
 
     /// The class of each lane's token (below 256) in `class_of`, its 256 bytes in four
-    /// registers.
+    /// registers: the lane's low byte looked up, its other (zero) bytes dropped.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     fn class_lookup(token: __m512i, class_of: &[__m512i; 4]) -> __m512i {
-        let low = _mm512_permutex2var_epi8(class_of[0], token, class_of[1]);
-        let high = _mm512_permutex2var_epi8(class_of[2], token, class_of[3]);
-        // Bit 7 of a lane's low byte picks the half; the lane keeps its low byte.
-        let upper = _mm512_test_epi32_mask(token, _mm512_set1_epi32(0x80));
-        _mm512_and_si512(
-            _mm512_mask_blend_epi32(upper, low, high),
-            _mm512_set1_epi32(0xff),
-        )
+        _mm512_and_si512(byte_lookup(token, class_of), _mm512_set1_epi32(0xff))
     }
 
     /// The transpose of 16 rows of 16 words: lane `i` of row `j` is lane `j` of row `i`.
