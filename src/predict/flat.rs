@@ -20,17 +20,22 @@ const MAX_FLAT_WIDTH: usize = 256;
 
 /// The rows `kind` codes row by row before the flat pass takes each plane's remaining
 /// rows, when it takes them: for rows of `width` words that are whole (`full_rows`, so a
-/// plane's rows are contiguous) and narrow, and a kind with a flat form
-/// ([`full_history`]; `spatial` as there).
+/// plane's rows are contiguous) and narrow (any width without prediction, whose pass
+/// maps each word alone), and a kind with a flat form ([`full_history`]; `spatial` as
+/// there).
 pub fn plane_pass(kind: Predictor, spatial: bool, width: usize, full_rows: bool) -> Option<usize> {
-    full_history(kind, spatial).filter(|_| full_rows && width <= MAX_FLAT_WIDTH)
+    full_history(kind, spatial)
+        .filter(|&history| full_rows && (history == 0 || width <= MAX_FLAT_WIDTH))
 }
 
 /// Rows `kind` must have seen before it predicts every later row with one formula of
 /// the rows before it, when it has such a form (the medians and Holt's smoothing take
-/// the row path; so does Lorenzo when `spatial`, i.e. with a neighbour along the row).
+/// the row path; so do Lorenzo and no prediction when `spatial`, i.e. when rows start
+/// from their neighbour along the row). No prediction needs none: every word is mapped
+/// alone.
 pub fn full_history(kind: Predictor, spatial: bool) -> Option<usize> {
     match kind {
+        Predictor::Zero if !spatial => Some(0),
         Predictor::Lagrange(n @ 1..=4) => Some(usize::from(n)),
         Predictor::Mean(n @ (2 | 4 | 8)) => Some(usize::from(n)),
         Predictor::Lorenzo if !spatial => Some(1),
@@ -77,6 +82,10 @@ fn dispatch<T: Word, M: MapOp, const RESTORE: bool>(
     crate::isa::vectorised(
         #[inline(always)]
         || match kind {
+            // Each word alone: the plane as one row.
+            Predictor::Zero => {
+                pass::<T, M, 0, RESTORE>(plane, plane.len().max(1), from, |[]| T::default())
+            }
             Predictor::Lagrange(1) | Predictor::Lorenzo => {
                 pass::<T, M, 1, RESTORE>(plane, width, from, |[a]| a)
             }
@@ -151,8 +160,7 @@ mod tests {
     fn check<T: Word, M: MapOp>() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         // Every kind with a flat form.
-        for (kind, history) in Predictor::ALL
-            .iter()
+        for (kind, history) in (Predictor::ALL.iter().chain(&[Predictor::Zero]))
             .filter_map(|&kind| Some((kind, full_history(kind, false)?)))
         {
             for width in [1, 2, 3, 8, 33] {
@@ -211,7 +219,8 @@ mod tests {
         assert_eq!(full_history(Predictor::Holt, false), None);
         assert_eq!(full_history(Predictor::Median(3), false), None);
         assert_eq!(full_history(Predictor::Lorenzo, true), None);
-        assert_eq!(full_history(Predictor::Zero, false), None);
+        assert_eq!(full_history(Predictor::Zero, true), None);
+        assert_eq!(full_history(Predictor::Zero, false), Some(0));
         assert_eq!(full_history(Predictor::Mean(4), true), Some(4));
     }
 }

@@ -113,7 +113,7 @@ fn restore_with<T: Word, M: MapOp>(
     // Narrow full rows: each plane's rows are contiguous, restored in one flat pass once
     // the predictor has its history (see the encoder's residuals).
     let full_rows = rows.contiguous() && tile.col0 == 0 && tile.col1 >= g.lag;
-    let flat = flat::plane_pass(predictor, lorenzo, g.lag, full_rows);
+    let flat = flat::plane_pass(predictor, spatial_first, g.lag, full_rows);
     let plane_words = g.tile_plane_words(tile);
     for k in 0..tile.plane1 - tile.plane0 {
         rp.reset();

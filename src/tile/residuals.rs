@@ -65,7 +65,7 @@ fn residuals_with<T: Word, M: MapOp>(
     // Narrow full rows: each plane's rows are contiguous, coded in one flat pass once
     // the predictor has its history.
     let full_rows = cols.start == 0 && cols.end >= g.lag;
-    let flat = flat::plane_pass(predictor, lorenzo, g.lag, full_rows);
+    let flat = flat::plane_pass(predictor, spatial_first, g.lag, full_rows);
     let plane_words = g.tile_plane_words(tile);
     for plane in tile.plane0..tile.plane1 {
         rp.reset();
