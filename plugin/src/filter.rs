@@ -140,11 +140,11 @@ pub unsafe extern "C" fn filter(
             // SAFETY: HDF5 passes `cd_nelmts` valid values.
             std::slice::from_raw_parts(cd_values, cd_nelmts)
         };
-        // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised bytes.
-        let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
         let config = FilterConfig::from_values(values);
         let api = hdf5();
         let output = if flags & H5Z_FLAG_REVERSE != 0 {
+            // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised bytes.
+            let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
             // Decoding relies on the chunk's own header; cd_values only cap the size.
             let limit = config.as_ref().map_or(u64::MAX, FilterConfig::decode_limit);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
@@ -170,12 +170,30 @@ pub unsafe extern "C" fn filter(
                 }
                 Err(e) => return Err(format!("cannot compress: {e}")),
             };
-            let packed =
-                karoo::compress_parts(input, &config.params(nbytes)).map_err(|e| e.to_string())?;
+            let packed = {
+                // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised
+                // bytes; this borrow ends before the buffer is written below.
+                let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
+                karoo::compress_parts(input, &config.params(nbytes)).map_err(|e| e.to_string())?
+            };
             check_output_len(packed.len(), nbytes)?;
-            // The header and tile payloads go straight into HDF5's buffer (one copy, not
-            // two); dropping `packed` keeps their memory for the next chunk.
-            api.allocate_concat(packed.parts(), packed.len())?
+            let len = packed.len();
+            if len <= nbytes {
+                // The chunk is coded and its parts are karoo's own buffers: the header and
+                // tile payloads overwrite the chunk in HDF5's buffer, which keeps its
+                // allocation and size (no allocation, no page faults of fresh memory, no
+                // free). Dropping `packed` keeps the parts' memory for the next chunk.
+                // SAFETY: `*buf` holds at least `nbytes >= len` bytes and no part
+                // overlaps it (the parts are karoo's buffers, not the input).
+                copy_parts(
+                    packed.parts(),
+                    std::slice::from_raw_parts_mut(*buf as *mut u8, len),
+                );
+                return Ok(len);
+            }
+            // Stored verbatim (a header longer than the chunk): a larger buffer. The header
+            // and tile payloads go straight into it (one copy, not two).
+            api.allocate_concat(packed.parts(), len)?
         };
         let len = output.len();
         api.free(*buf);
@@ -183,6 +201,20 @@ pub unsafe extern "C" fn filter(
         *buf_size = len.max(1);
         Ok(len)
     })
+}
+
+/// Writes `parts` one after another into `out`, which they fill exactly.
+///
+/// # Panics
+///
+/// If the parts do not add up to `out.len()` bytes.
+fn copy_parts<'a>(parts: impl Iterator<Item = &'a [u8]>, out: &mut [u8]) {
+    let mut at = 0;
+    for part in parts {
+        out[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    assert_eq!(at, out.len(), "parts shorter than the output");
 }
 
 /// Largest filtered chunk HDF5 hands back whole on read: with `libver="latest"` it
@@ -262,6 +294,15 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_are_copied_one_after_another_and_must_fill_the_output() {
+        let mut out = [0u8; 5];
+        copy_parts([&[1u8, 2][..], &[], &[3, 4, 5]].into_iter(), &mut out);
+        assert_eq!(out, [1, 2, 3, 4, 5]);
+        let short = catch_unwind(|| copy_parts([&[1u8][..]].into_iter(), &mut [0u8; 2]));
+        assert!(short.is_err());
+    }
 
     #[test]
     fn outputs_beyond_what_hdf5_reads_back_are_refused() {

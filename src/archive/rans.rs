@@ -87,15 +87,19 @@ impl DecodeTable {
         (usize::from(symbol), self.ranges[usize::from(symbol)])
     }
 
-    /// Each symbol's range (see [`DecodeTable::lookup`]), in symbol order.
+    /// Each symbol's range (see [`DecodeTable::lookup`]), in symbol order (read by the
+    /// x86 kernels).
+    #[cfg(target_arch = "x86_64")]
     pub fn ranges(&self) -> &[u32; 256] {
         &self.ranges
     }
 }
 
 /// Byte offset of a [`DecodeTable`]'s symbol of slot 0 within it.
+#[cfg(target_arch = "x86_64")]
 pub const SYMBOLS_OFFSET: usize = std::mem::offset_of!(DecodeTable, symbols);
 /// Byte offset of a [`DecodeTable`]'s range of symbol 0 within it.
+#[cfg(target_arch = "x86_64")]
 pub const RANGES_OFFSET: usize = std::mem::offset_of!(DecodeTable, ranges);
 
 /// Several [`DecodeTable`]s, whose memory is kept from one use to the next.

@@ -6,7 +6,9 @@
 //! reference: both give the same tokens, classes and stream position.
 
 use super::super::band_rans;
-use super::super::rans::{range_freq, DecodeTable, PROB_SCALE};
+use super::super::rans::DecodeTable;
+#[cfg(target_arch = "x86_64")]
+use super::super::rans::{range_freq, PROB_SCALE};
 use super::Lookup;
 
 /// Bands one register decodes at once: 16 lanes of 32 bits.
@@ -76,6 +78,7 @@ fn decode_tokens_by(
 /// the slot's offset from the symbol's cumulative frequency (from bit 20), so that one
 /// lookup gives a state's symbol and its next state. Written into `slots`, followed by
 /// 16 more words (scratch of the fill).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn slot_entries(tables: &[DecodeTable], slots: &mut Vec<u32>) {
     let scale = PROB_SCALE as usize;
@@ -105,6 +108,7 @@ pub(super) fn slot_entries(tables: &[DecodeTable], slots: &mut Vec<u32>) {
 }
 
 /// Where a slot entry of [`slot_entries`] holds the slot's offset in its symbol's range.
+#[cfg(target_arch = "x86_64")]
 const SLOT_OFFSET_SHIFT: u32 = 20;
 
 /// Reads the raw bits of the first turns of 16 of `tokens` (in band order, of words of
