@@ -23,7 +23,8 @@ pcodec level 8, xz -9 and Blosc2 shuffle+bytedelta+Zstd 9 standalone, chunk by c
 each chunk's series laid along time (components apart: real parts then imaginary parts,
 each transposed so time varies fastest) and no padding. Every codec's output is checked to
 decode bit-exactly. --speed adds the h5py throughput table of the targets: the 64 MiB
-observation at 1 and 16 time steps per chunk, files in /dev/shm, chunk cache off.
+observation at 1 and 16 time steps per chunk, files in /dev/shm, chunk cache off, each filter
+timed in a Python process of its own (see h5_timing.py).
 """
 
 import argparse
@@ -45,6 +46,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import bench_doc  # noqa: E402
 import datasets  # noqa: E402
+import h5_timing  # noqa: E402
 
 KAROO = 52033
 STEPS = (1, 2, 4, 16)
@@ -355,39 +357,9 @@ def losing_table(emit, title, pairs, peer_of, mine):
 # ---------------------------------------------------------------- speed table
 
 
-def best_of(repeats, action):
-    """Shortest wall time of `repeats` runs of `action`."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def h5_speed(path, data, chunks, kwargs, repeats):
-    """(stored/raw, write MB/s, read MB/s) through h5py, chunk cache off, best of `repeats`."""
-    import h5py
-
-    def write():
-        with h5py.File(path, "w", rdcc_nbytes=0) as f:
-            f.create_dataset("d", data=data, chunks=chunks, **kwargs)
-
-    def read():
-        with h5py.File(path, "r", rdcc_nbytes=0) as f:
-            return f["d"][...]
-
-    write_s = best_of(repeats, write)
-    read_s = best_of(repeats, read)
-    if read().tobytes() != data.tobytes():
-        raise RuntimeError("round trip is not bit-exact")
-    with h5py.File(path, "r") as f:
-        stored = f["d"].id.get_storage_size()
-    return stored / data.nbytes, data.nbytes / write_s / 1e6, data.nbytes / read_s / 1e6
-
-
 def speed_report(emit, directory, quick, repeats):
-    """Write and read MB/s of karoo and its reference peers on the observation at 1 and 16 steps."""
+    """Write and read MB/s of karoo and its reference peers on the observation at 1 and 16 steps,
+    each filter timed in a process of its own (see h5_timing)."""
     codecs = h5_codecs()
     rows = {FAST: codecs[FAST], ARCHIVE: codecs[ARCHIVE],
             "karoo archive, 1 thread": {"compression": KAROO, "compression_opts": (1, 0, 1)},
@@ -395,17 +367,22 @@ def speed_report(emit, directory, quick, repeats):
     if "bzip2 9" in codecs:
         rows["bzip2 9"] = codecs["bzip2 9"]
     obs = datasets.meerkat_like(ntime=32 if quick else 128)
+    data_path = directory / "speed_observation.npy"
+    np.save(data_path, obs)
     emit(f"## Speed through h5py: generated observation {obs.shape} {obs.dtype}, {obs.nbytes >> 20} MiB")
     emit()
     load = " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    emit(f"Files in {directory.parent}, chunk cache off, best of {repeats}; MB/s of raw bytes. "
-         "karoo's default threads use every core; '1 thread' pins archive mode to one. "
+    emit(f"Files in {directory.parent}, chunk cache off, best of {repeats}, each filter in a Python process "
+         "of its own (glibc's allocator adapts to what a process allocated before; see "
+         "scripts/h5_timing.py); MB/s of raw bytes. karoo's default threads use every core; "
+         "'1 thread' pins archive mode to one. "
          f"Load average before this table: {load} (on a shared machine, compare rows of one table only).")
     for step in (1, 16):
         chunks = (step,) + obs.shape[1:]
         results = {}
         for name, kwargs in rows.items():
-            results[name] = attempt(lambda kw=kwargs: h5_speed(directory / "speed.h5", obs, chunks, kw, repeats))
+            results[name] = attempt(
+                lambda kw=kwargs: h5_timing.time_filter(data_path, chunks, kw, repeats, directory))
             progress(f"speed, {step} per chunk: {name}")
         emit()
         emit(f"### {step} time step(s) per chunk, chunks {chunks}")
@@ -423,6 +400,7 @@ def speed_report(emit, directory, quick, repeats):
             emit(f"| {name} | {ratio:.3f} | {write:.0f} | {read:.0f} | {rel} |")
         emit()
         emit("Targets: " + speed_targets(results))
+    data_path.unlink()
 
 
 def speed_targets(results):
