@@ -10,49 +10,13 @@
 //! little-endian) in decoding order. A correct stream leaves every state at
 //! [`BAND_L`] with every word consumed: [`Decoder::finish`] checks both.
 
-use super::rans::{range_cum, range_freq, DecodeTable, PROB_BITS, PROB_SCALE};
+use super::rans::{range_cum, range_freq, DecodeTable, EncodeSymbol, PROB_BITS, PROB_SCALE};
 use crate::stream_error::StreamError;
 
 /// Most bands (states) a stream may have.
 pub const MAX_BANDS: usize = 32;
 /// Lower bound of the normalised state interval.
 pub const BAND_L: u32 = 1 << 16;
-
-/// A symbol as the encoder codes it: its frequency (nonzero), its cumulative
-/// frequency, and the reciprocal that divides a state by the frequency with one
-/// multiplication.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct EncodeSymbol {
-    /// `ceil(2^RECIPROCAL_SHIFT / freq)`.
-    reciprocal: u64,
-    freq: u32,
-    cum: u32,
-}
-
-/// Fixed-point position of [`EncodeSymbol`]'s reciprocal. With frequencies of at most
-/// `2^PROB_BITS` and states below `2^32`, `32 + PROB_BITS` bits make the quotient exact:
-/// the reciprocal's rounding adds less than `2^32 / 2^(32 + PROB_BITS) <= 1 / freq` to
-/// it, which a remainder of at most `freq - 1` cannot carry over an integer.
-const RECIPROCAL_SHIFT: u32 = 32 + PROB_BITS;
-
-impl EncodeSymbol {
-    /// The symbol of frequency `freq` (1 to [`PROB_SCALE`]) and cumulative frequency
-    /// `cum`.
-    pub fn new(freq: u32, cum: u32) -> EncodeSymbol {
-        debug_assert!((1..=PROB_SCALE).contains(&freq));
-        EncodeSymbol {
-            reciprocal: (1u64 << RECIPROCAL_SHIFT).div_ceil(u64::from(freq)),
-            freq,
-            cum,
-        }
-    }
-
-    /// `x / freq`, exactly.
-    #[inline(always)]
-    fn quotient(self, x: u32) -> u32 {
-        ((u128::from(x) * u128::from(self.reciprocal)) >> RECIPROCAL_SHIFT) as u32
-    }
-}
 
 /// Encodes `symbol` with the state `x`, appending the word it sheds, if any, to the
 /// first `len` of `words` (which must have room for one more). Branch-free: the word is
@@ -272,22 +236,6 @@ mod tests {
                         assert!(dec.finish().is_err(), "bands {bands}, n {n}");
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn reciprocals_divide_every_state_exactly() {
-        let mut rng = SmallRng::seed_from_u64(5);
-        for freq in 1..=PROB_SCALE {
-            let symbol = EncodeSymbol::new(freq, 0);
-            let edges = (1..4).flat_map(|k| {
-                let q = u32::MAX / freq / k;
-                [q * freq - 1, q * freq, (q * freq).saturating_add(freq - 1)]
-            });
-            let random = (0..64).map(|_| rng.gen::<u32>());
-            for x in edges.chain(random).chain([0, 1, u32::MAX]) {
-                assert_eq!(symbol.quotient(x), x / freq, "{x} / {freq}");
             }
         }
     }

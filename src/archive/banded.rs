@@ -14,11 +14,11 @@
 
 mod kernel;
 
-use super::band_rans::{self, EncodeSymbol, MAX_BANDS};
+use super::band_rans::{self, MAX_BANDS};
 use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::context_ans::{read_tables, token_values, with_tables, write_tables};
 use super::float_fields::{self, Choice};
-use super::rans::DecodeTable;
+use super::rans::{self, DecodeTable};
 use crate::bits::io::{BitCursor, BitWriter};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
@@ -123,14 +123,7 @@ fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>)
     model.cfg.write(out);
     let tables = write_tables::<T>(model, out);
     let alphabet = model.cfg.alphabet::<T>();
-    let symbols: Vec<EncodeSymbol> = (tables.iter())
-        .flat_map(|t| {
-            (0..alphabet).map(|s| match t.freq.get(s) {
-                Some(&freq) if freq > 0 => EncodeSymbol::new(freq.into(), t.cum[s].into()),
-                _ => EncodeSymbol::default(),
-            })
-        })
-        .collect();
+    let symbols = rans::encode_symbols(&tables, alphabet);
     let n = ordered.len();
     let mut enc = band_rans::Encoder::new(bands, n);
     let (contexts, tokens) = (&model.contexts[..n], &model.tokens[..n]);

@@ -126,11 +126,18 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// `model` (theirs): tables, rANS stream and raw bits.
 pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
     let tables = write_tables::<T>(model, out);
+    let alphabet = model.cfg.alphabet::<T>();
+    let symbols = rans::encode_symbols(&tables, alphabet);
     let mut enc = rans::Encoder::with_capacity(values.len());
+    let (contexts, tokens) = (
+        &model.contexts[..values.len()],
+        &model.tokens[..values.len()],
+    );
     for i in (0..values.len()).rev() {
-        let t = &tables[usize::from(model.contexts[i])];
-        let s = usize::from(model.tokens[i]);
-        enc.put(i, t.freq[s].into(), t.cum[s].into());
+        enc.put(
+            i,
+            symbols[usize::from(contexts[i]) * alphabet + usize::from(tokens[i])],
+        );
     }
     let mut stream = Vec::new();
     enc.finish(&mut stream);

@@ -215,42 +215,105 @@ pub fn normalize(weights: &[u64]) -> Vec<u16> {
     freq
 }
 
+/// A symbol as the encoders ([`Encoder`] and coder 11's banded encoder) code it: its
+/// frequency (nonzero), its cumulative frequency, and the reciprocal that divides a
+/// state by the frequency with one multiplication.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodeSymbol {
+    /// `ceil(2^RECIPROCAL_SHIFT / freq)`.
+    reciprocal: u64,
+    /// The frequency (0 only in a placeholder that is never coded).
+    pub(super) freq: u32,
+    /// The cumulative frequency.
+    pub(super) cum: u32,
+}
+
+/// Fixed-point position of [`EncodeSymbol`]'s reciprocal. With frequencies of at most
+/// `2^PROB_BITS` and states below `2^32`, `32 + PROB_BITS` bits make the quotient exact:
+/// the reciprocal's rounding adds less than `2^32 / 2^(32 + PROB_BITS) <= 1 / freq` to
+/// it, which a remainder of at most `freq - 1` cannot carry over an integer.
+const RECIPROCAL_SHIFT: u32 = 32 + PROB_BITS;
+
+impl EncodeSymbol {
+    /// The symbol of frequency `freq` (1 to [`PROB_SCALE`]) and cumulative frequency
+    /// `cum`.
+    pub fn new(freq: u32, cum: u32) -> EncodeSymbol {
+        debug_assert!((1..=PROB_SCALE).contains(&freq));
+        EncodeSymbol {
+            reciprocal: (1u64 << RECIPROCAL_SHIFT).div_ceil(u64::from(freq)),
+            freq,
+            cum,
+        }
+    }
+
+    /// `x / freq`, exactly.
+    #[inline(always)]
+    pub(super) fn quotient(self, x: u32) -> u32 {
+        ((u128::from(x) * u128::from(self.reciprocal)) >> RECIPROCAL_SHIFT) as u32
+    }
+}
+
+/// The [`EncodeSymbol`] of every symbol of every table, table after table, `alphabet`
+/// a table (a placeholder for a symbol a table lacks): indexed by `table * alphabet +
+/// symbol`.
+pub fn encode_symbols(tables: &[Table], alphabet: usize) -> Vec<EncodeSymbol> {
+    (tables.iter())
+        .flat_map(|t| {
+            (0..alphabet).map(|s| match t.freq.get(s) {
+                Some(&freq) if freq > 0 => EncodeSymbol::new(freq.into(), t.cum[s].into()),
+                _ => EncodeSymbol::default(),
+            })
+        })
+        .collect()
+}
+
 /// Encodes symbols given back to front.
 #[derive(Debug)]
 pub struct Encoder {
     states: [u32; 2],
-    /// Renormalisation bytes in reverse decoding order.
+    /// Renormalisation bytes in reverse decoding order: the first `len`, then room for
+    /// two more (written before it is known how many are kept).
     bytes: Vec<u8>,
+    len: usize,
 }
 
 impl Encoder {
-    /// An encoder with room for `capacity` bytes.
+    /// An encoder with room for `capacity` bytes (it grows beyond them as needed).
     pub fn with_capacity(capacity: usize) -> Encoder {
         Encoder {
             states: [RANS_L; 2],
-            bytes: Vec::with_capacity(capacity),
+            bytes: vec![0; capacity.max(2)],
+            len: 0,
         }
     }
 
-    /// Encodes symbol number `index` (symbols must come in decreasing index order)
-    /// with frequency `freq` and cumulative frequency `cum`.
+    /// Encodes symbol number `index` (symbols must come in decreasing index order).
+    ///
+    /// Branch-free: a state of at most 31 bits sheds 0, 1 or 2 bytes (while it is at
+    /// least `(RANS_L >> PROB_BITS) << 8` times the frequency); both are written, and
+    /// as many kept as it sheds.
     #[inline(always)]
-    pub fn put(&mut self, index: usize, freq: u32, cum: u32) {
-        debug_assert!(freq > 0);
-        let x = &mut self.states[index & 1];
-        let x_max = ((RANS_L >> PROB_BITS) << 8) * freq;
-        while *x >= x_max {
-            self.bytes.push(*x as u8);
-            *x >>= 8;
+    pub fn put(&mut self, index: usize, symbol: EncodeSymbol) {
+        debug_assert!(symbol.freq > 0);
+        if self.len + 2 > self.bytes.len() {
+            self.bytes.resize(2 * self.bytes.len(), 0);
         }
-        *x = ((*x / freq) << PROB_BITS) + (*x % freq) + cum;
+        let x = &mut self.states[index & 1];
+        let x_max = u64::from((RANS_L >> PROB_BITS) << 8) * u64::from(symbol.freq);
+        let shed = usize::from(u64::from(*x) >= x_max) + usize::from(u64::from(*x) >= x_max << 8);
+        self.bytes[self.len] = *x as u8;
+        self.bytes[self.len + 1] = (*x >> 8) as u8;
+        self.len += shed;
+        let y = *x >> (8 * shed);
+        let q = symbol.quotient(y);
+        *x = (q << PROB_BITS) + (y - q * symbol.freq) + symbol.cum;
     }
 
     /// Appends the stream to `out`.
     pub fn finish(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.states[0].to_le_bytes());
         out.extend_from_slice(&self.states[1].to_le_bytes());
-        out.extend(self.bytes.iter().rev());
+        out.extend(self.bytes[..self.len].iter().rev());
     }
 }
 
@@ -357,6 +420,69 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
+    /// The encoder as first written: a division per symbol and a loop of byte pushes.
+    fn reference_encode(symbols: &[(u32, u32)]) -> Vec<u8> {
+        let mut states = [RANS_L; 2];
+        let mut bytes = Vec::new();
+        for (i, &(freq, cum)) in symbols.iter().enumerate().rev() {
+            let x = &mut states[i & 1];
+            let x_max = ((RANS_L >> PROB_BITS) << 8) * freq;
+            while *x >= x_max {
+                bytes.push(*x as u8);
+                *x >>= 8;
+            }
+            *x = ((*x / freq) << PROB_BITS) + (*x % freq) + cum;
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&states[0].to_le_bytes());
+        out.extend_from_slice(&states[1].to_le_bytes());
+        out.extend(bytes.iter().rev());
+        out
+    }
+
+    /// On symbols of every frequency, skewed and flat (states that shed 0, 1 and 2
+    /// bytes), the encoder writes the reference encoder's bytes.
+    #[test]
+    fn the_encoder_writes_the_reference_bytes() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        for case in 0..60 {
+            let n = rng.gen_range(0..5000);
+            let symbols: Vec<(u32, u32)> = (0..n)
+                .map(|_| {
+                    let freq = match case % 3 {
+                        0 => rng.gen_range(1..=PROB_SCALE),
+                        1 => rng.gen_range(1..8),
+                        _ => PROB_SCALE - rng.gen_range(0..8),
+                    };
+                    (freq, rng.gen_range(0..=PROB_SCALE - freq))
+                })
+                .collect();
+            let mut enc = Encoder::with_capacity(rng.gen_range(0..4));
+            for (i, &(freq, cum)) in symbols.iter().enumerate().rev() {
+                enc.put(i, EncodeSymbol::new(freq, cum));
+            }
+            let mut out = Vec::new();
+            enc.finish(&mut out);
+            assert_eq!(out, reference_encode(&symbols), "case {case}");
+        }
+    }
+
+    #[test]
+    fn reciprocals_divide_every_state_exactly() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        for freq in 1..=PROB_SCALE {
+            let symbol = EncodeSymbol::new(freq, 0);
+            let edges = (1..4).flat_map(|k| {
+                let q = u32::MAX / freq / k;
+                [q * freq - 1, q * freq, (q * freq).saturating_add(freq - 1)]
+            });
+            let random = (0..64).map(|_| rng.gen::<u32>());
+            for x in edges.chain(random).chain([0, 1, u32::MAX]) {
+                assert_eq!(symbol.quotient(x), x / freq, "{x} / {freq}");
+            }
+        }
+    }
+
     #[test]
     fn normalize_sums_to_scale_and_keeps_every_symbol() {
         let cases: Vec<Vec<u64>> = vec![
@@ -406,7 +532,10 @@ mod tests {
                 .collect();
             let mut enc = Encoder::with_capacity(n);
             for (i, &(t, s)) in syms.iter().enumerate().rev() {
-                enc.put(i, tables[t].freq[s].into(), tables[t].cum[s].into());
+                enc.put(
+                    i,
+                    EncodeSymbol::new(tables[t].freq[s].into(), tables[t].cum[s].into()),
+                );
             }
             let mut out = Vec::new();
             enc.finish(&mut out);
@@ -440,7 +569,10 @@ mod tests {
             .collect();
         let mut enc = Encoder::with_capacity(0);
         for (i, &s) in syms.iter().enumerate().rev() {
-            enc.put(i, table.freq[s].into(), table.cum[s].into());
+            enc.put(
+                i,
+                EncodeSymbol::new(table.freq[s].into(), table.cum[s].into()),
+            );
         }
         let mut out = Vec::new();
         enc.finish(&mut out);
