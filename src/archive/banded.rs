@@ -18,7 +18,7 @@ use super::band_rans::{self, MAX_BANDS};
 use super::context::{ContextConfig, Model, CONFIG_LEN};
 use super::context_ans::{read_tables, token_values, with_tables, write_tables};
 use super::float_fields::{self, Choice};
-use super::rans::{self, DecodeTable};
+use super::rans::DecodeTable;
 use crate::bits::io::{BitCursor, BitWriter};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
@@ -121,15 +121,11 @@ fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>)
         KIND_LENGTHS
     });
     model.cfg.write(out);
-    let tables = write_tables::<T>(model, out);
-    let alphabet = model.cfg.alphabet::<T>();
-    let symbols = rans::encode_symbols(&tables, alphabet);
+    let symbols = write_tables::<T>(model, out);
     let n = ordered.len();
     let mut enc = band_rans::Encoder::new(bands, n);
     let (contexts, tokens) = (&model.contexts[..n], &model.tokens[..n]);
-    enc.put_all(n, |p| {
-        symbols[usize::from(contexts[p]) * alphabet + usize::from(tokens[p])]
-    });
+    enc.put_all(n, |p| symbols.get(contexts[p], tokens[p]));
     let mut stream = Vec::new();
     enc.finish(&mut stream);
     out.extend_from_slice(&(stream.len() as u32).to_le_bytes());

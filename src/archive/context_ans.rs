@@ -125,19 +125,14 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// Appends what follows the context configuration in the coding of `values` with
 /// `model` (theirs): tables, rANS stream and raw bits.
 pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
-    let tables = write_tables::<T>(model, out);
-    let alphabet = model.cfg.alphabet::<T>();
-    let symbols = rans::encode_symbols(&tables, alphabet);
+    let symbols = write_tables::<T>(model, out);
     let mut enc = rans::Encoder::with_capacity(values.len());
     let (contexts, tokens) = (
         &model.contexts[..values.len()],
         &model.tokens[..values.len()],
     );
     for i in (0..values.len()).rev() {
-        enc.put(
-            i,
-            symbols[usize::from(contexts[i]) * alphabet + usize::from(tokens[i])],
-        );
+        enc.put(i, symbols.get(contexts[i], tokens[i]));
     }
     let mut stream = Vec::new();
     enc.finish(&mut stream);
@@ -150,15 +145,15 @@ pub fn encode_model<T: Word>(values: &[T], model: &Model, out: &mut Vec<u8>) {
 }
 
 /// Appends the tables of `model`'s contexts (bit-packed, padded to a byte) to `out` and
-/// returns them.
-pub(super) fn write_tables<T: Word>(model: &Model, out: &mut Vec<u8>) -> Vec<Table> {
+/// returns their symbols as the encoder codes them.
+pub(super) fn write_tables<T: Word>(model: &Model, out: &mut Vec<u8>) -> rans::EncodeSymbols {
     let mut tw = BitWriter::default();
     let tables: Vec<Table> = model
         .context_counts::<T>()
         .map(|c| write_table(c, &mut tw))
         .collect();
     out.extend_from_slice(&tw.finish());
-    tables
+    rans::EncodeSymbols::new(&tables, model.cfg.alphabet::<T>())
 }
 
 /// Reads the tables of `cfg`'s contexts into `tables` from the start of `input` (the

@@ -253,18 +253,34 @@ impl EncodeSymbol {
     }
 }
 
-/// The [`EncodeSymbol`] of every symbol of every table, table after table, `alphabet`
-/// a table (a placeholder for a symbol a table lacks): indexed by `table * alphabet +
-/// symbol`.
-pub fn encode_symbols(tables: &[Table], alphabet: usize) -> Vec<EncodeSymbol> {
-    (tables.iter())
-        .flat_map(|t| {
-            (0..alphabet).map(|s| match t.freq.get(s) {
-                Some(&freq) if freq > 0 => EncodeSymbol::new(freq.into(), t.cum[s].into()),
-                _ => EncodeSymbol::default(),
+/// The [`EncodeSymbol`] of every symbol of a model's tables, looked up by table and
+/// symbol.
+pub struct EncodeSymbols {
+    /// Table after table, `alphabet` symbols a table (a placeholder for a symbol a
+    /// table lacks).
+    symbols: Vec<EncodeSymbol>,
+    alphabet: usize,
+}
+
+impl EncodeSymbols {
+    /// The symbols of `tables`, whose symbols are below `alphabet`.
+    pub fn new(tables: &[Table], alphabet: usize) -> EncodeSymbols {
+        let symbols = (tables.iter())
+            .flat_map(|t| {
+                (0..alphabet).map(|s| match t.freq.get(s) {
+                    Some(&freq) if freq > 0 => EncodeSymbol::new(freq.into(), t.cum[s].into()),
+                    _ => EncodeSymbol::default(),
+                })
             })
-        })
-        .collect()
+            .collect();
+        EncodeSymbols { symbols, alphabet }
+    }
+
+    /// Symbol `symbol` of table `table`.
+    #[inline(always)]
+    pub fn get(&self, table: u8, symbol: u8) -> EncodeSymbol {
+        self.symbols[usize::from(table) * self.alphabet + usize::from(symbol)]
+    }
 }
 
 /// Encodes symbols given back to front.
