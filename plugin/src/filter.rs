@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::cd_values::{creation_options, ElementLayout, FilterConfig, USER_VALUES};
 use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_OPTIONAL, H5Z_FLAG_REVERSE};
-use crate::hdf5::{hdf5, zero_fill, Minor};
+use crate::hdf5::{hdf5, write_parts, zero_fill, Minor};
 use crate::FILTER_ID;
 
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
@@ -185,10 +185,7 @@ pub unsafe extern "C" fn filter(
                 // free). Dropping `packed` keeps the parts' memory for the next chunk.
                 // SAFETY: `*buf` holds at least `nbytes >= len` bytes and no part
                 // overlaps it (the parts are karoo's buffers, not the input).
-                copy_parts(
-                    packed.parts(),
-                    std::slice::from_raw_parts_mut(*buf as *mut u8, len),
-                );
+                write_parts(packed.parts(), (*buf).cast::<u8>(), len);
                 return Ok(len);
             }
             // Stored verbatim (a header longer than the chunk): a larger buffer. The header
@@ -201,20 +198,6 @@ pub unsafe extern "C" fn filter(
         *buf_size = len.max(1);
         Ok(len)
     })
-}
-
-/// Writes `parts` one after another into `out`, which they fill exactly.
-///
-/// # Panics
-///
-/// If the parts do not add up to `out.len()` bytes.
-fn copy_parts<'a>(parts: impl Iterator<Item = &'a [u8]>, out: &mut [u8]) {
-    let mut at = 0;
-    for part in parts {
-        out[at..at + part.len()].copy_from_slice(part);
-        at += part.len();
-    }
-    assert_eq!(at, out.len(), "parts shorter than the output");
 }
 
 /// Largest filtered chunk HDF5 hands back whole on read: with `libver="latest"` it
@@ -294,15 +277,6 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parts_are_copied_one_after_another_and_must_fill_the_output() {
-        let mut out = [0u8; 5];
-        copy_parts([&[1u8, 2][..], &[], &[3, 4, 5]].into_iter(), &mut out);
-        assert_eq!(out, [1, 2, 3, 4, 5]);
-        let short = catch_unwind(|| copy_parts([&[1u8][..]].into_iter(), &mut [0u8; 2]));
-        assert!(short.is_err());
-    }
 
     #[test]
     fn outputs_beyond_what_hdf5_reads_back_are_refused() {

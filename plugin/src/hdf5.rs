@@ -459,22 +459,8 @@ impl Hdf5 {
         len: usize,
     ) -> Result<Hdf5Buffer, String> {
         let buffer = self.allocate_buffer(len)?;
-        let mut at = 0;
-        for part in parts {
-            assert!(part.len() <= len - at, "parts longer than {len} bytes");
-            // SAFETY: the buffer holds `len` freshly allocated bytes that do not overlap
-            // `part`, and `at + part.len() <= len` (asserted); writing through the raw
-            // pointer initialises them.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    part.as_ptr(),
-                    (buffer.ptr as *mut u8).add(at),
-                    part.len(),
-                )
-            };
-            at += part.len();
-        }
-        assert_eq!(at, len, "parts shorter than {len} bytes");
+        // SAFETY: the buffer holds `len` freshly allocated bytes that no part overlaps.
+        unsafe { write_parts(parts, buffer.ptr.cast::<u8>(), len) };
         Ok(buffer)
     }
 
@@ -512,6 +498,28 @@ impl Hdf5 {
             }
         }
     }
+}
+
+/// Writes `parts` one after another to the `len` bytes at `dst`, which they must fill
+/// exactly (initialising them).
+///
+/// # Panics
+///
+/// If the parts do not add up to `len` bytes (nothing is written beyond them).
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `len` bytes that no part overlaps.
+pub unsafe fn write_parts<'a>(parts: impl Iterator<Item = &'a [u8]>, dst: *mut u8, len: usize) {
+    let mut at = 0;
+    for part in parts {
+        assert!(part.len() <= len - at, "parts longer than {len} bytes");
+        // SAFETY: `at + part.len() <= len` (asserted), so the copy stays within the
+        // caller's `len` writable bytes, which `part` does not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(at), part.len()) };
+        at += part.len();
+    }
+    assert_eq!(at, len, "parts shorter than {len} bytes");
 }
 
 /// A buffer from HDF5's allocator, freed on drop unless handed over with `into_raw`.
@@ -573,5 +581,36 @@ pub fn zero_fill(region: &mut [MaybeUninit<u8>]) -> &mut [u8] {
     unsafe {
         std::ptr::write_bytes(ptr, 0, len);
         std::slice::from_raw_parts_mut(ptr, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_written_one_after_another_and_must_fill_the_output() {
+        let mut out = [0u8; 5];
+        // SAFETY: `out` holds 5 writable bytes that no part overlaps.
+        unsafe {
+            write_parts(
+                [&[1u8, 2][..], &[], &[3, 4, 5]].into_iter(),
+                out.as_mut_ptr(),
+                5,
+            )
+        };
+        assert_eq!(out, [1, 2, 3, 4, 5]);
+        let mut two = [0u8; 2];
+        let short = std::panic::catch_unwind(move || {
+            // SAFETY: as above, 2 bytes.
+            unsafe { write_parts([&[1u8][..]].into_iter(), two.as_mut_ptr(), 2) }
+        });
+        assert!(short.is_err());
+        let mut one = [0u8; 1];
+        let long = std::panic::catch_unwind(move || {
+            // SAFETY: as above, 1 byte; the part that does not fit is refused unwritten.
+            unsafe { write_parts([&[1u8, 2][..]].into_iter(), one.as_mut_ptr(), 1) }
+        });
+        assert!(long.is_err());
     }
 }
