@@ -38,10 +38,11 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
 /// data that holds float32 values is narrowed first (see [`narrow`]), and in archive
 /// mode the components of elements of several words are coded as planes when that is
 /// smaller (see [`Layout::planar_pays`]). `code` gets the plan and the words it codes.
+/// Two codings that decide between layouts run in parallel when `params` allows threads.
 fn compress_smaller(
     data: &[u8],
     params: &Params,
-    code: impl Fn(Plan, &[u8]) -> Packed,
+    code: impl Fn(Plan, &[u8]) -> Packed + Sync,
 ) -> Result<Packed> {
     let shape = params.validate(data.len())?;
     let narrowed = narrowed(data, params);
@@ -85,8 +86,9 @@ fn compress_smaller(
     let part = planar_part(words.len(), &shape, params);
     let (planar, decided) = match (&planar, &part) {
         (Some(p), None) => {
-            let interleaved = plain_with(None)?;
-            let split = plain_with(Some(p))?;
+            let (interleaved, split) =
+                pool::join(params.threads, || plain_with(None), || plain_with(Some(p)));
+            let (interleaved, split) = (interleaved?, split?);
             if clearly_smaller_as_planes(split.len(), interleaved.len()) {
                 (Some(p), Some(split))
             } else {
@@ -100,6 +102,22 @@ fn compress_smaller(
         Some(packed) => Ok(packed),
         None => plain_with(planar),
     };
+    if params.mode == Mode::Archive {
+        // Archive mode codes the chunk both ways and keeps the smaller: in parallel, the
+        // plain coding on the calling thread, whose own tiles the pool's workers then
+        // share (a worker's nested tiles would get no help from the caller).
+        let threads = params.threads;
+        let (plain, scaled) = pool::join(threads, plain, || compress_scaled(data, layout, planar));
+        let plain = plain?;
+        return Ok(match scaled {
+            Some(scaled) if scaled.len() < plain.len() => Packed::whole(scaled),
+            Some(scaled) => {
+                buffers::give(scaled);
+                plain
+            }
+            None => plain,
+        });
+    }
     if !scaled_pays_on_sample(data, words, layout, shift) {
         return plain();
     }
@@ -208,9 +226,13 @@ impl<'a> Layout<'a> {
         let coded = |words: &[u8], planar: Option<&Planar>| {
             (sample.plain_plan(words, planar, shift)).map(|plan| plan.compress(words))
         };
-        let (Ok(interleaved), Ok(split)) =
-            (coded(&head, None), coded(&planes, Some(&split_planar)))
-        else {
+        let threads = self.params.threads;
+        let (interleaved, split) = pool::join(
+            threads,
+            || coded(&head, None),
+            || coded(&planes, Some(&split_planar)),
+        );
+        let (Ok(interleaved), Ok(split)) = (interleaved, split) else {
             return false;
         };
         let pays = clearly_smaller_as_planes(split.len(), interleaved.len());
@@ -512,7 +534,9 @@ impl Plan {
             let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;
-                let trial = blocks_pay(data, &geometry, &split, &candidates, spatial, word);
+                let threads = params.threads;
+                let trial =
+                    blocks_pay(data, &geometry, &split, &candidates, spatial, word, threads);
                 if trial.blocks_pay {
                     geometry = split;
                 }
@@ -771,7 +795,8 @@ struct BlocksTrial {
 
 /// Whether the tiling `split` (tiles cut into column blocks) codes the middle tile of
 /// `whole` at least 1/128 smaller than `whole` does, its blocks each coded on its own;
-/// with the payloads of the tiling that wins, which the chunk's coding then takes.
+/// with the payloads of the tiling that wins, which the chunk's coding then takes. The
+/// tile and its blocks are coded on `threads` threads.
 fn blocks_pay(
     data: &[u8],
     whole: &Geometry,
@@ -779,6 +804,7 @@ fn blocks_pay(
     candidates: &Candidates,
     spatial: Spatial,
     word: usize,
+    threads: usize,
 ) -> BlocksTrial {
     let tiles = whole.tiles();
     let Some(&middle) = tiles.get(tiles.len() / 2) else {
@@ -792,15 +818,23 @@ fn blocks_pay(
         encode_tile(word, data, g, &tile, candidates, spatial, &mut out);
         (tile, out)
     };
-    let one = code(whole, middle);
-    let blocks: Vec<(Tile, Vec<u8>)> = (split.tiles().into_iter())
-        .filter(|t| {
-            (middle.plane0..middle.plane1).contains(&t.plane0)
-                && (middle.row0..middle.row1).contains(&t.row0)
-                && (middle.col0..middle.col1).contains(&t.col0)
-        })
-        .map(|block| code(split, block))
+    let blocks = (split.tiles().into_iter()).filter(|t| {
+        (middle.plane0..middle.plane1).contains(&t.plane0)
+            && (middle.row0..middle.row1).contains(&t.row0)
+            && (middle.col0..middle.col1).contains(&t.col0)
+    });
+    // The tile whole and its blocks, coded in parallel.
+    let jobs: Vec<(&Geometry, Tile)> = std::iter::once((whole, middle))
+        .chain(blocks.map(|block| (split, block)))
         .collect();
+    let mut coded = map_shared(threads, jobs, |(g, tile)| code(g, tile)).into_iter();
+    let Some(one) = coded.next() else {
+        return BlocksTrial {
+            blocks_pay: false,
+            kept: Vec::new(),
+        };
+    };
+    let blocks: Vec<(Tile, Vec<u8>)> = coded.collect();
     let blocks_len: usize = blocks.iter().map(|(_, p)| p.len()).sum();
     if blocks_len * 128 < one.1.len() * 127 {
         BlocksTrial {

@@ -70,6 +70,32 @@ pub fn map_shared<I: Send, R: Send>(
     done.into_iter().map(|(_, result)| result).collect()
 }
 
+/// `a()` and `b()` on `threads` threads (0 = all cores), as [`map_shared`] runs two items:
+/// the caller starts on the first, a pool worker takes the second, and whichever is free
+/// first takes what is left; both on the caller when there is one thread.
+pub fn join<A: Send, B: Send>(
+    threads: usize,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    /// One of the two calls, or its result.
+    enum Either<A, B> {
+        First(A),
+        Second(B),
+    }
+    let calls = vec![Either::First(a), Either::Second(b)];
+    // A call runs once: map_shared hands each item to one thread.
+    let done = map_shared(threads, calls, |call| match call {
+        Either::First(a) => Either::First(a()),
+        Either::Second(b) => Either::Second(b()),
+    });
+    let mut done = done.into_iter();
+    match (done.next(), done.next()) {
+        (Some(Either::First(a)), Some(Either::Second(b))) => (a, b),
+        _ => unreachable!("map_shared returns one result per item, in item order"),
+    }
+}
+
 /// The mutex's value, even if a thread panicked holding it (the panic reaches the caller
 /// through the scope anyway).
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -169,6 +195,14 @@ fn pool(threads: usize) -> Option<Arc<ThreadPool>> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn join_returns_both_results_in_order() {
+        for threads in [0, 1, 2, 64] {
+            let (a, b) = join(threads, || vec![1u8, 2], || "second");
+            assert_eq!((a, b), (vec![1u8, 2], "second"), "{threads} threads");
+        }
+    }
 
     #[test]
     fn every_item_is_worked_once_and_results_keep_item_order() {

@@ -32,6 +32,47 @@ fn output_does_not_depend_on_thread_count() {
     }
 }
 
+/// Archive mode decides between codings by coding a chunk (or a part of it) several
+/// ways, in parallel when it has threads: as planes or interleaved, as scaled integers or
+/// floats, as a tile per baseline or one tile. Whatever the thread count, the same bytes.
+#[test]
+fn archive_output_does_not_depend_on_thread_count() {
+    use karoo::Mode;
+    // Spectra of integers times a scale per spectrum (scaled integers win).
+    let scaled: Vec<u8> = (0..16 * 8 * 256)
+        .flat_map(|i: usize| {
+            let scale = 1.0e-3 * (1 + i / 256 % 7) as f32;
+            let q = ((i % 256) as f32 * 0.05).sin() * 9000.0 + (i * 37 % 101) as f32;
+            ((q as i16) as f32 * scale).to_le_bytes()
+        })
+        .collect();
+    let cases = [
+        // Sampled: the planes are tried on a part of the chunk.
+        (smooth_f32(&[1, 4096, 16, 2], 7), vec![1, 4096, 16, 2], 2),
+        // Small: both layouts coded whole.
+        (smooth_f32(&[4, 64, 2], 8), vec![4, 64, 2], 2),
+        // Three baselines: a tile each or one tile, tried on the middle tile.
+        (smooth_f32(&[16, 3, 1024, 2], 9), vec![16, 3, 1024, 2], 2),
+        (scaled, vec![16, 8, 256], 1),
+    ];
+    for (data, shape, components) in cases {
+        let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 0]
+            .iter()
+            .map(|&threads| {
+                let params = Params {
+                    threads,
+                    components,
+                    mode: Mode::Archive,
+                    ..Params::new(4, &shape)
+                };
+                compress(&data, &params).unwrap()
+            })
+            .collect();
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{shape:?}");
+        assert_eq!(decompress(&outputs[0]).unwrap(), data, "{shape:?}");
+    }
+}
+
 #[test]
 fn a_chunk_in_parts_is_the_header_then_each_tile_in_order() {
     // 16 tiles of 128K words; a single tile; incompressible bytes (stored, one part).
