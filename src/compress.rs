@@ -532,6 +532,9 @@ impl Plan {
         let mut coded = Vec::new();
         if whole && params.mode == Mode::Archive {
             let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
+            if blocks.is_none() {
+                geometry = geometry.in_two_tiles();
+            }
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;
                 let threads = params.threads;

@@ -27,6 +27,10 @@ pub const FAST_MIN_TILE_WORDS: usize = 1 << 15;
 /// core.
 pub const FAST_TILES_PER_CHUNK: usize = 4;
 
+/// Archive mode cuts a chunk of more words than this that would be one tile into two, so
+/// that two cores code and decode it (a chunk of one time step, say).
+pub const ARCHIVE_MIN_SPLIT_WORDS: usize = 1 << 16;
+
 /// Fewest words per row for which fast mode cuts a chunk finer than
 /// [`TARGET_TILE_WORDS`]: shorter rows would cut it into bands of rows, which decode
 /// row by row instead of a plane at a time (2.8x slower for rows of 8 words, as fast
@@ -184,6 +188,25 @@ impl Geometry {
         Geometry {
             tiling: Tiling::choose(self.plane_len, self.lag, target, 1),
             ..self
+        }
+    }
+
+    /// Archive mode's tiling of a chunk of more than [`ARCHIVE_MIN_SPLIT_WORDS`] words that
+    /// this tiling leaves in one tile: the encoder's tiling for tiles of half the chunk,
+    /// when that gives two tiles; else this geometry.
+    pub fn in_two_tiles(self) -> Geometry {
+        let words = self.words();
+        if self.tile_count() != Some(1) || words <= ARCHIVE_MIN_SPLIT_WORDS {
+            return self;
+        }
+        let two = Geometry {
+            tiling: Tiling::choose(self.plane_len, self.lag, words.div_ceil(2), BANDED_COLUMNS),
+            ..self
+        };
+        if two.tile_count() == Some(2) {
+            two
+        } else {
+            self
         }
     }
 
@@ -441,6 +464,28 @@ impl Tiling {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn archive_chunks_of_one_tile_above_2_16_words_are_cut_in_two() {
+        let tiles = |g: Geometry| (g.tiling.tile_rows, g.tiling.tile_cols, g.tile_count());
+        // 2^16 words: one tile.
+        let small = Geometry::from_shape(&[1, 1 << 16], 0, 0).unwrap();
+        assert_eq!(tiles(small.in_two_tiles()), (1, 1 << 16, Some(1)));
+        // One time step of 2^17 words: two tiles of half its columns.
+        let step = Geometry::from_shape(&[1, 1 << 17], 0, 0).unwrap();
+        assert_eq!(tiles(step), (1, 1 << 17, Some(1)));
+        assert_eq!(tiles(step.in_two_tiles()), (1, 1 << 16, Some(2)));
+        // Rows of 8 words: two bands of rows.
+        let rows = Geometry::from_shape(&[8256, 8], 0, 0).unwrap();
+        assert_eq!(tiles(rows.in_two_tiles()), (4128, 8, Some(2)));
+        // Half the columns, rounded down to a multiple of 32, would make three tiles
+        // (14976, 14976 and 48 columns): one tile.
+        let odd = Geometry::from_shape(&[3, 30_000], 0, 0).unwrap();
+        assert_eq!(tiles(odd.in_two_tiles()), (3, 30_000, Some(1)));
+        // A chunk already in two tiles keeps them.
+        let two = Geometry::from_shape(&[2, 1 << 17], 0, 0).unwrap();
+        assert_eq!(tiles(two.in_two_tiles()), tiles(two));
+    }
 
     #[test]
     fn archive_tiles_narrower_than_their_rows_have_a_multiple_of_32_columns() {

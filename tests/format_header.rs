@@ -176,7 +176,6 @@ fn incompressible_data_is_stored_after_a_header_without_tiles() {
 
 #[test]
 fn the_encoder_tiles_by_the_documented_rule() {
-    // (shape, expected planes / rows / columns per tile, tile count).
     // (shape, mode, expected planes / rows / columns per tile, tile count).
     let cases: [(&[usize], Mode, [u64; 3], usize); 6] = [
         // A plane of at most 2^17 words: whole planes per tile.
@@ -188,9 +187,9 @@ fn the_encoder_tiles_by_the_documented_rule() {
         // ... in fast mode a quarter of the chunk, 80000 words: 8 rows by 10000 columns.
         (&[8, 40_000], Mode::Fast, [1, 8, 10_000], 4),
         // Two time steps of 2^16 words: four tiles of 2^15 words in fast mode (2 rows by
-        // 16384 columns), one tile in archive mode.
+        // 16384 columns), two tiles of half the chunk in archive mode.
         (&[2, 1 << 16], Mode::Fast, [1, 2, 1 << 14], 4),
-        (&[2, 1 << 16], Mode::Archive, [1, 2, 1 << 16], 1),
+        (&[2, 1 << 16], Mode::Archive, [1, 2, 1 << 15], 2),
     ];
     for (shape, mode, tiling, tiles) in cases {
         let data = ramp(shape);
