@@ -160,35 +160,59 @@ impl<'a> Chunk<'a> {
         if header.is_planar() {
             let components = header.shape[0] as usize;
             if !transformed {
-                // Piece by piece, each initialised just before it is written, while it
-                // is in cache.
+                // Piece by piece, on every thread, each piece initialised just before it
+                // is written, while it is in cache.
                 let (w, m) = (decoder.word_size, components);
                 // (A hostile chunk may declare no components: then nothing moves.)
                 let element = (w * m).max(1);
                 let elements = (JOIN_PIECE_BYTES / element).max(1);
-                for (i, out) in out.chunks_mut(elements * element).enumerate() {
+                let pieces = out.chunks_mut(elements * element).enumerate().collect();
+                map_shared(threads, pieces, |(i, out)| {
                     planar::join_part_into(&coded, w, m, i * elements, init(out));
-                }
+                });
                 buffers::give(coded);
                 return Ok(());
             }
             let mut joined = scratch(coded.len());
-            planar::join_into(&coded, decoder.word_size, components, &mut joined);
+            let (w, m) = (decoder.word_size, components);
+            let element = (w * m).max(1);
+            let elements = (JOIN_PIECE_BYTES / element).max(1);
+            let pieces = joined.chunks_mut(elements * element).enumerate().collect();
+            map_shared(threads, pieces, |(i, joined)| {
+                planar::join_part_into(&coded, w, m, i * elements, joined);
+            });
             buffers::give(std::mem::replace(&mut coded, joined));
         }
-        if let Some(scales) = scales {
-            scaled::dequantise_bytes(&mut coded, decoder.word_size, scales);
-        }
-        if header.is_shifted() {
-            shift::shift_up(&mut coded, decoder.word_size, u32::from(header.shift));
-        }
-        widen_or_copy(header, &coded, init(out));
+        // Piece by piece, on every thread: the words of a piece hold whole groups of
+        // scales.
+        let w = decoder.word_size;
+        let group = scales.as_ref().map_or(1, |s| s.group.max(1));
+        let words = ((JOIN_PIECE_BYTES / w).div_ceil(group))
+            .saturating_mul(group)
+            .min(coded.len() / w)
+            .max(1);
+        let widened = if header.is_narrowed() { 2 } else { 1 };
+        let pieces = (coded.chunks_mut(words * w))
+            .zip(out.chunks_mut(words * w * widened))
+            .enumerate()
+            .collect();
+        map_shared(threads, pieces, |(i, (coded, out))| {
+            if let Some(scales) = scales {
+                let first = (i * words / group).min(scales.scales.len());
+                scaled::dequantise_bytes(coded, w, scales.group, &scales.scales[first..]);
+            }
+            if header.is_shifted() {
+                shift::shift_up(coded, w, u32::from(header.shift));
+            }
+            widen_or_copy(header, coded, init(out));
+        });
         buffers::give(coded);
         Ok(())
     }
 }
 
-/// About the bytes of output a planar chunk's join writes at a time.
+/// About the bytes of output a planar chunk's join, and the other transformations of
+/// decoded words, write at a time.
 const JOIN_PIECE_BYTES: usize = 64 << 10;
 
 /// `len` bytes of unspecified values in a buffer from the pool, every one of them to be

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::smooth_f32;
+use common::{smooth_f32, widened};
 use karoo::{compress, compress_parts, decompress, decompress_with, Params};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -46,16 +46,37 @@ fn archive_output_does_not_depend_on_thread_count() {
             ((q as i16) as f32 * scale).to_le_bytes()
         })
         .collect();
+    // Real parts smooth, imaginary parts small noise: coded smaller as planes.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let unlike: Vec<u8> = (0..16 * 512)
+        .flat_map(|i: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let re = 1000.0 + (i as f32 * 0.01).sin() * 50.0;
+            let im = (state % 1000) as f32 * 1.0e-6;
+            [re.to_le_bytes(), im.to_le_bytes()].concat()
+        })
+        .collect();
     let cases = [
+        (unlike, vec![16, 512, 2], 2, 4),
         // Sampled: the planes are tried on a part of the chunk.
-        (smooth_f32(&[1, 4096, 16, 2], 7), vec![1, 4096, 16, 2], 2),
+        (smooth_f32(&[1, 4096, 16, 2], 7), vec![1, 4096, 16, 2], 2, 4),
         // Small: both layouts coded whole.
-        (smooth_f32(&[4, 64, 2], 8), vec![4, 64, 2], 2),
+        (smooth_f32(&[4, 64, 2], 8), vec![4, 64, 2], 2, 4),
         // Three baselines: a tile each or one tile, tried on the middle tile.
-        (smooth_f32(&[16, 3, 1024, 2], 9), vec![16, 3, 1024, 2], 2),
-        (scaled, vec![16, 8, 256], 1),
+        (smooth_f32(&[16, 3, 1024, 2], 9), vec![16, 3, 1024, 2], 2, 4),
+        (scaled, vec![16, 8, 256], 1, 4),
+        // float64 words that hold float32 values: narrowed.
+        (
+            widened(&smooth_f32(&[8, 4096, 2], 10)),
+            vec![8, 4096, 2],
+            2,
+            8,
+        ),
     ];
-    for (data, shape, components) in cases {
+    let mut flags_seen = 0;
+    for (data, shape, components, word) in cases {
         let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 0]
             .iter()
             .map(|&threads| {
@@ -63,14 +84,24 @@ fn archive_output_does_not_depend_on_thread_count() {
                     threads,
                     components,
                     mode: Mode::Archive,
-                    ..Params::new(4, &shape)
+                    ..Params::new(word, &shape)
                 };
                 compress(&data, &params).unwrap()
             })
             .collect();
         assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{shape:?}");
-        assert_eq!(decompress(&outputs[0]).unwrap(), data, "{shape:?}");
+        flags_seen |= karoo::internals::Header::parse(&outputs[0], u64::MAX)
+            .unwrap()
+            .0
+            .flags;
+        // Decoded (planes joined piece by piece) on any number of threads.
+        for threads in [1, 2, 3] {
+            let decoded = decompress_with(&outputs[0], u64::MAX, threads).unwrap();
+            assert_eq!(decoded, data, "{shape:?}, {threads} threads");
+        }
     }
+    // The cases cover planes (flag 16), scaled integers (2) and narrowed words (4).
+    assert_eq!(flags_seen & (16 | 4 | 2), 16 | 4 | 2, "{flags_seen:#x}");
 }
 
 #[test]

@@ -87,12 +87,13 @@ fn probe_words<T: Word>(data: &[u8]) -> Option<Vec<T>> {
     (words.len() == PROBE_WORDS).then_some(words)
 }
 
-/// Turns the decoded integers of a chunk of `word_size`-byte words back into floats,
-/// in place.
-pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, scales: &Scales) {
+/// Turns decoded integers of `word_size`-byte words back into floats, in place: groups
+/// of `group` words, the first with the first of `scales` (the scale section's, from
+/// the group the bytes begin with).
+pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, group: usize, scales: &[u64]) {
     match word_size {
-        4 => scale::dequantise_in_place::<u32>(bytes, scales.group, &scales.scales),
-        _ => scale::dequantise_in_place::<u64>(bytes, scales.group, &scales.scales),
+        4 => scale::dequantise_in_place::<u32>(bytes, group, scales),
+        _ => scale::dequantise_in_place::<u64>(bytes, group, scales),
     }
 }
 
@@ -141,7 +142,7 @@ mod tests {
         assert_eq!(scales.group, 256);
         assert_eq!(scales.scales.len(), 16);
         let mut back = integers;
-        dequantise_bytes(&mut back, 4, &scales);
+        dequantise_bytes(&mut back, 4, scales.group, &scales.scales);
         assert_eq!(back, data);
     }
 }
