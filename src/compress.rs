@@ -531,10 +531,14 @@ impl Plan {
         candidates.float_fields &= whole;
         let mut coded = Vec::new();
         if whole && params.mode == Mode::Archive {
-            let blocks = element_blocks(shape, axis.time_axis, params.components, &geometry);
-            if blocks.is_none() {
-                geometry = geometry.in_two_tiles();
+            let blocks_of =
+                |g: &Geometry| element_blocks(shape, axis.time_axis, params.components, g);
+            // Two tiles, unless that stops the blocks from applying.
+            let two = geometry.in_two_tiles();
+            if blocks_of(&two).is_some() || blocks_of(&geometry).is_none() {
+                geometry = two;
             }
+            let blocks = blocks_of(&geometry);
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;
                 let threads = params.threads;
