@@ -38,7 +38,9 @@ pub struct Axis {
 /// The axis to code `data` (words of `T`, shape `shape`, elements of `components`
 /// words) along and the spatial neighbour to code it with: `hint` unless another of the
 /// element axes `axes` (never a component axis) with more than one element is
-/// estimated clearly cheaper with the previous-sample predictor and `map`; the
+/// estimated clearly cheaper with the previous-sample predictor and `map` (each plane's
+/// first row predicted by its spatial neighbour when `first_rows_spatial`, as archive
+/// mode's spatial head does, else counted as it is); the
 /// neighbour along the innermost element axis after it ([`Spatial::of_shape`]) unless
 /// another element axis after it is estimated clearly cheaper.
 ///
@@ -53,6 +55,7 @@ pub fn choose<T: Word>(
     hint: Axis,
     components: usize,
     map: ResidualMap,
+    first_rows_spatial: bool,
 ) -> (Axis, Spatial) {
     let words = data.len() / T::BYTES;
     if words < 2 * RUN {
@@ -63,7 +66,14 @@ pub fn choose<T: Word>(
         .clone()
         .filter(|&k| k != hint.time_axis && shape[k] > 1)
         .map(|time_axis| Axis { time_axis, lag: 0 });
-    let axis = clearly_cheapest(hint, others, |axis| sample.previous_bits(shape, axis));
+    let axis = clearly_cheapest(hint, others, |axis| {
+        let spatial = if first_rows_spatial {
+            Spatial::of_shape(shape, axis.time_axis, components)
+        } else {
+            Spatial::default()
+        };
+        sample.previous_bits(shape, axis, spatial)
+    });
     let default = Spatial::of_shape(shape, axis.time_axis, components);
     if default.stride == 0 {
         return (axis, default);
@@ -173,19 +183,23 @@ impl<'a, T: Word> Sample<'a, T> {
     }
 
     /// Estimated bits of the sampled residuals of the previous-sample predictor along
-    /// `axis` (words with no earlier sample in their plane count as they are).
-    fn previous_bits(&self, shape: &[usize], axis: Axis) -> u64 {
+    /// `axis`; words with no earlier sample in their plane (its first row) are predicted
+    /// by their `spatial` neighbour, as the encoder's first rows may be, and count as
+    /// they are where they have none.
+    fn previous_bits(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
         match self.map {
-            ResidualMap::Xor => self.previous_bits_with::<XorOp>(shape, axis),
-            ResidualMap::RotateSubtract => self.previous_bits_with::<RotateSubtractOp>(shape, axis),
-            ResidualMap::Subtract => self.previous_bits_with::<SubtractOp>(shape, axis),
+            ResidualMap::Xor => self.previous_bits_with::<XorOp>(shape, axis, spatial),
+            ResidualMap::RotateSubtract => {
+                self.previous_bits_with::<RotateSubtractOp>(shape, axis, spatial)
+            }
+            ResidualMap::Subtract => self.previous_bits_with::<SubtractOp>(shape, axis, spatial),
         }
     }
 
     /// [`Self::previous_bits`] under the map `M` (which is `self.map`): each run's words
     /// and their predictions gathered as integers first, then their residuals' bits
     /// summed in one loop compiled for the CPU's widest vectors.
-    fn previous_bits_with<M: MapOp>(&self, shape: &[usize], axis: Axis) -> u64 {
+    fn previous_bits_with<M: MapOp>(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
         let (lag, plane_len) = self.lag_and_plane(shape, axis);
         let zero = M::to_int(T::default());
         let mut words = [T::default(); RUN];
@@ -205,7 +219,16 @@ impl<'a, T: Word> Sample<'a, T> {
             while at < RUN {
                 let span = if in_plane < lag {
                     let span = (lag - in_plane).min(RUN - at);
-                    above[at..at + span].fill(zero);
+                    let (s, run) = (spatial.stride, spatial.run.max(1));
+                    for (j, p) in (at..at + span).zip(&mut above[at..at + span]) {
+                        // The row's column is its place in the plane.
+                        let column = in_plane + j - at;
+                        *p = if s > 0 && column % run >= s {
+                            M::to_int(T::load(&self.data[(start + j - s) * T::BYTES..]))
+                        } else {
+                            zero
+                        };
+                    }
                     span
                 } else {
                     (plane_len - in_plane).min(RUN - at)
@@ -302,14 +325,23 @@ mod tests {
     use super::*;
 
     /// The previous-sample estimate word by word, as its definition reads.
-    fn previous_bits_word_by_word<T: Word>(sample: &Sample<T>, shape: &[usize], axis: Axis) -> u64 {
+    fn previous_bits_word_by_word<T: Word>(
+        sample: &Sample<T>,
+        shape: &[usize],
+        axis: Axis,
+        spatial: Spatial,
+    ) -> u64 {
         let (lag, plane_len) = sample.lag_and_plane(shape, axis);
         let int = |i: usize| sample.map.to_int(T::load(&sample.data[i * T::BYTES..]));
+        let (s, run) = (spatial.stride, spatial.run.max(1));
         let mut bits = 0u64;
         for start in sample.run_starts() {
             for i in start..start + RUN {
-                let prediction = if i % plane_len >= lag {
+                let column = i % plane_len;
+                let prediction = if column >= lag {
                     int(i - lag)
+                } else if s > 0 && column % run >= s {
+                    int(i - s)
                 } else {
                     sample.map.to_int(T::default())
                 };
@@ -335,11 +367,14 @@ mod tests {
                     for time_axis in 0..shape.len() {
                         for lag in [0, 1, 300, 5000] {
                             let axis = Axis { time_axis, lag };
-                            assert_eq!(
-                                sample.previous_bits(shape, axis),
-                                previous_bits_word_by_word(&sample, shape, axis),
-                                "{shape:?} {map:?} {axis:?}"
-                            );
+                            let spatial = Spatial::of_shape(shape, time_axis, 1);
+                            for spatial in [Spatial::default(), spatial] {
+                                assert_eq!(
+                                    sample.previous_bits(shape, axis, spatial),
+                                    previous_bits_word_by_word(&sample, shape, axis, spatial),
+                                    "{shape:?} {map:?} {axis:?} {spatial:?}"
+                                );
+                            }
                         }
                     }
                 }
@@ -369,6 +404,7 @@ mod tests {
             hint,
             1,
             ResidualMap::RotateSubtract,
+            false,
         );
         assert_eq!(chosen.time_axis, 1);
         assert_eq!(spatial, Spatial { stride: 1, run: 4 });
@@ -391,6 +427,7 @@ mod tests {
             hint,
             1,
             ResidualMap::RotateSubtract,
+            false,
         );
         assert_eq!(chosen, hint);
         assert_eq!(
@@ -419,6 +456,7 @@ mod tests {
             hint,
             2,
             ResidualMap::RotateSubtract,
+            false,
         );
         assert_ne!(chosen.time_axis, 2);
         assert_ne!(
@@ -439,6 +477,7 @@ mod tests {
             hint,
             1,
             ResidualMap::RotateSubtract,
+            false,
         );
         assert_ne!(chosen.time_axis, 0);
     }
@@ -459,7 +498,7 @@ mod tests {
             lag: 0,
         };
         let map = ResidualMap::RotateSubtract;
-        let (axis, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map);
+        let (axis, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map, false);
         assert_eq!(
             (axis, spatial),
             (
@@ -476,14 +515,14 @@ mod tests {
             let level = (ch as u32).wrapping_mul(2_654_435_761) as f32 * 1e-3;
             level * (1.0 + t as f32 * 1e-3) + (i % 4) as f32 * 1e-3
         }));
-        let (_, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map);
+        let (_, spatial) = choose::<u32>(&data, &[4, 256, 4], 0..3, hint, 1, map, false);
         assert_ne!(spatial.stride, 4, "not along channels");
         // Neighbours farther than the coding search's sample reaches are not taken.
         let wide = f32_bytes((0..4 * 64 * 32).map(|i| {
             let (ch, p) = (i / 32 % 64, i % 32);
             (p as f32 * 1e3 + 1.0) * (1.0 + 0.2 * (ch as f32 * 0.03).sin())
         }));
-        let (_, spatial) = choose::<u32>(&wide, &[4, 64, 32], 0..3, hint, 1, map);
+        let (_, spatial) = choose::<u32>(&wide, &[4, 64, 32], 0..3, hint, 1, map, false);
         assert_eq!(spatial, Spatial { stride: 1, run: 32 });
     }
 }

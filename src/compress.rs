@@ -867,11 +867,13 @@ fn choose_axis(data: &[u8], shape: &[usize], params: &Params, planar: bool) -> (
     let map = default_map(params);
     let axes = axis::element_axes(shape.len(), params.components, planar);
     let c = params.components;
+    // Archive mode's search tries each predictor with a spatially predicted first row.
+    let spatial = params.mode == Mode::Archive;
     match params.word_size {
-        1 => axis::choose::<u8>(data, shape, axes, hint, c, map),
-        2 => axis::choose::<u16>(data, shape, axes, hint, c, map),
-        4 => axis::choose::<u32>(data, shape, axes, hint, c, map),
-        _ => axis::choose::<u64>(data, shape, axes, hint, c, map),
+        1 => axis::choose::<u8>(data, shape, axes, hint, c, map, spatial),
+        2 => axis::choose::<u16>(data, shape, axes, hint, c, map, spatial),
+        4 => axis::choose::<u32>(data, shape, axes, hint, c, map, spatial),
+        _ => axis::choose::<u64>(data, shape, axes, hint, c, map, spatial),
     }
 }
 

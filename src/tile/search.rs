@@ -122,7 +122,8 @@ const SAMPLE_SEGMENTS: usize = 8;
 
 /// The candidate with the smallest estimated size on a sample of the tile: column
 /// segments spread evenly across it, all rows. Greedy choice takes the best predictor
-/// and map first, then decides on the spatial head for them.
+/// and map first (each with a spatially predicted first row, when that is a
+/// candidate), then decides on the spatial head for them.
 pub(super) fn choose<T: Word>(
     src: &[u8],
     g: &Geometry,
@@ -185,7 +186,12 @@ pub(super) fn choose<T: Word>(
     if !candidates.greedy {
         return best_of(all);
     }
-    let best = best_of(all.into_iter().filter(|c| !c.spatial_head).collect());
+    // The predictors are compared with a spatially predicted first row when it is a
+    // candidate: in a tile of few rows the first row is a large share, and a predictor
+    // judged with it coded as it is would lose to one that predicts it spatially anyway
+    // (Lorenzo) even where the other with the head is smaller.
+    let head = candidates.heads.contains(&true);
+    let best = best_of(all.into_iter().filter(|c| c.spatial_head == head).collect());
     best_of(
         (candidates.heads.iter())
             .map(|&spatial_head| Coding {
