@@ -158,29 +158,14 @@ impl<'a> Chunk<'a> {
         let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
         check(header, checksum::combine_digests(&digests))?;
         if header.is_planar() {
-            let components = header.shape[0] as usize;
+            let (w, m) = (decoder.word_size, header.shape[0] as usize);
             if !transformed {
-                // Piece by piece, on every thread, each piece initialised just before it
-                // is written, while it is in cache.
-                let (w, m) = (decoder.word_size, components);
-                // (A hostile chunk may declare no components: then nothing moves.)
-                let element = (w * m).max(1);
-                let elements = (JOIN_PIECE_BYTES / element).max(1);
-                let pieces = out.chunks_mut(elements * element).enumerate().collect();
-                map_shared(threads, pieces, |(i, out)| {
-                    planar::join_part_into(&coded, w, m, i * elements, init(out));
-                });
+                join_planes(&coded, w, m, out, threads, &init);
                 buffers::give(coded);
                 return Ok(());
             }
             let mut joined = scratch(coded.len());
-            let (w, m) = (decoder.word_size, components);
-            let element = (w * m).max(1);
-            let elements = (JOIN_PIECE_BYTES / element).max(1);
-            let pieces = joined.chunks_mut(elements * element).enumerate().collect();
-            map_shared(threads, pieces, |(i, joined)| {
-                planar::join_part_into(&coded, w, m, i * elements, joined);
-            });
+            join_planes(&coded, w, m, &mut joined, threads, &as_bytes);
             buffers::give(std::mem::replace(&mut coded, joined));
         }
         // Piece by piece, on every thread: the words of a piece hold whole groups of
@@ -209,6 +194,26 @@ impl<'a> Chunk<'a> {
         buffers::give(coded);
         Ok(())
     }
+}
+
+/// The planes in `coded` (of `w`-byte words, `m` components) joined into `out`, piece by
+/// piece on `threads` threads, each piece through `init` just before it is written,
+/// while it is in cache.
+fn join_planes<B: Send>(
+    coded: &[u8],
+    w: usize,
+    m: usize,
+    out: &mut [B],
+    threads: usize,
+    init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
+) {
+    // (A hostile chunk may declare no components: then nothing moves.)
+    let element = (w * m).max(1);
+    let elements = (JOIN_PIECE_BYTES / element).max(1);
+    let pieces = out.chunks_mut(elements * element).enumerate().collect();
+    map_shared(threads, pieces, |(i, out)| {
+        planar::join_part_into(coded, w, m, i * elements, init(out));
+    });
 }
 
 /// About the bytes of output a planar chunk's join, and the other transformations of
