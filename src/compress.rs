@@ -535,10 +535,13 @@ impl Plan {
                 |g: &Geometry| element_blocks(shape, axis.time_axis, params.components, g);
             // Two tiles, unless that stops the blocks from applying.
             let two = geometry.in_two_tiles();
-            if blocks_of(&two).is_some() || blocks_of(&geometry).is_none() {
+            let (blocks_two, blocks_one) = (blocks_of(&two), blocks_of(&geometry));
+            let blocks = if blocks_two.is_some() || blocks_one.is_none() {
                 geometry = two;
-            }
-            let blocks = blocks_of(&geometry);
+                blocks_two
+            } else {
+                blocks_one
+            };
             if let Some(split) = blocks.map(|width| geometry.with_tile_cols(width)) {
                 let word = params.word_size;
                 let threads = params.threads;
