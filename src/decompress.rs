@@ -154,6 +154,13 @@ impl<'a> Chunk<'a> {
         // Planes, scaled integers, narrowed and shifted words: decoded and checked as
         // coded, planes joined, then turned into floats, then handed to the caller's
         // buffer.
+        if header.is_planar() && !transformed {
+            let m = header.shape[0] as usize;
+            if let Some(slabs) = Slabs::of(geometry, tiles, m, decoder.word_size, threads) {
+                let digests = slabs.decode(decoder, tiles, payloads, out, threads, &init)?;
+                return check(header, checksum::combine_digests(&digests));
+            }
+        }
         let mut coded = scratch(header.coded_size() as usize);
         let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
         check(header, checksum::combine_digests(&digests))?;
@@ -214,6 +221,163 @@ fn join_planes<B: Send>(
     map_shared(threads, pieces, |(i, out)| {
         planar::join_part_into(coded, w, m, i * elements, init(out));
     });
+}
+
+/// The tiles of a planar chunk grouped into slabs: slab `j` is tile `j` of every
+/// component's planes, all covering the same elements, so that a slab's tiles are
+/// decoded into buffers of their own and joined into the output while in cache.
+struct Slabs {
+    /// Tiles per component.
+    per_component: usize,
+    /// Components.
+    m: usize,
+    /// Bytes of a word.
+    w: usize,
+}
+
+impl Slabs {
+    /// The slabs of a chunk of `m` components coded as `tiles` of `w`-byte words, when
+    /// every component is tiled alike and there are at least as many slabs as threads
+    /// to decode them on (fewer would leave threads idle).
+    fn of(g: &Geometry, tiles: &[Tile], m: usize, w: usize, threads: usize) -> Option<Slabs> {
+        if m < 2 || !tiles.len().is_multiple_of(m) || !g.planes.is_multiple_of(m) {
+            return None;
+        }
+        let per = tiles.len() / m;
+        if per < crate::pool::effective_threads(threads) {
+            return None;
+        }
+        let planes = g.planes / m;
+        let alike = tiles.iter().enumerate().all(|(index, tile)| {
+            let (c, first) = (index / per, &tiles[index % per]);
+            *tile
+                == Tile {
+                    plane0: first.plane0 + c * planes,
+                    plane1: first.plane1 + c * planes,
+                    ..*first
+                }
+        });
+        alike.then_some(Slabs {
+            per_component: per,
+            m,
+            w,
+        })
+    }
+
+    /// The rows of the elements of every slab in `out` (of `m * w`-byte elements, laid
+    /// out as the first component's planes): per slab, its pieces of rows in order.
+    fn out_rows<'o, B>(
+        &self,
+        g: &Geometry,
+        tiles: &[Tile],
+        out: &'o mut [B],
+    ) -> Vec<Vec<&'o mut [B]>> {
+        let element = self.m * self.w;
+        let mut slabs: Vec<Vec<&mut [B]>> = (0..self.per_component).map(|_| Vec::new()).collect();
+        if g.tiles_are_contiguous() {
+            let mut rest = out;
+            for (tile, slab) in tiles.iter().zip(&mut slabs) {
+                let (head, tail) =
+                    std::mem::take(&mut rest).split_at_mut(g.tile_words(tile) * element);
+                slab.push(head);
+                rest = tail;
+            }
+            return slabs;
+        }
+        let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
+        let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
+        for (plane, plane_out) in out.chunks_mut(g.plane_len * element).enumerate() {
+            for (row, row_out) in plane_out.chunks_mut(g.lag * element).enumerate() {
+                let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
+                for (piece, slab) in row_out
+                    .chunks_mut(g.tiling.tile_cols * element)
+                    .zip(&mut slabs[first..])
+                {
+                    slab.push(piece);
+                }
+            }
+        }
+        slabs
+    }
+
+    /// Decodes the tiles slab by slab on `threads` threads, each tile into a buffer of
+    /// its own, and joins each slab into its elements of `out` (through `init` just
+    /// before) as soon as its tiles are decoded; the tiles' digests in tile order.
+    fn decode<B: Send>(
+        &self,
+        d: TileDecoder,
+        tiles: &[Tile],
+        slices: &[&[u8]],
+        out: &mut [B],
+        threads: usize,
+        init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
+    ) -> Result<Vec<u64>> {
+        let per = self.per_component;
+        let jobs = self
+            .out_rows(d.geometry, tiles, out)
+            .into_iter()
+            .enumerate()
+            .collect();
+        let decoded = map_shared(threads, jobs, |(j, rows)| {
+            let mut planes = Vec::with_capacity(self.m);
+            let mut digests = Vec::with_capacity(self.m);
+            for index in (j..tiles.len()).step_by(per) {
+                let (buf, digest) = decode_compact(d, (index, &tiles[index]), slices[index]);
+                planes.push(buf);
+                match digest {
+                    Ok(digest) => digests.push((index, digest)),
+                    Err(error) => {
+                        planes.into_iter().for_each(buffers::give);
+                        return Err(error);
+                    }
+                }
+            }
+            // The slab's pieces of rows of `out` in order, as the tiles' words run.
+            let mut at = 0;
+            for row in rows {
+                let row = init(row);
+                let len = row.len() / self.m;
+                let parts: Vec<&[u8]> = planes.iter().map(|p| &p[at..at + len]).collect();
+                planar::join_slices_into(&parts, self.w, row);
+                at += len;
+            }
+            planes.into_iter().for_each(buffers::give);
+            Ok(digests)
+        });
+        let mut digests = vec![0; tiles.len()];
+        for slab in decoded {
+            for (index, digest) in slab? {
+                digests[index] = digest;
+            }
+        }
+        Ok(digests)
+    }
+}
+
+/// Decodes a tile into a buffer of its own words in row order (from the pool); the
+/// buffer, and the tile's digest or the error.
+fn decode_compact(d: TileDecoder, tile: (usize, &Tile), payload: &[u8]) -> (Vec<u8>, Result<u64>) {
+    let (g, w) = (d.geometry, d.word_size);
+    let mut buf = scratch(g.tile_words(tile.1) * w);
+    let digest = if g.tiles_are_contiguous() {
+        let mut rows = StridedRows {
+            buf: &mut buf,
+            row_stride: g.lag * w,
+            plane_stride: g.plane_len * w,
+        };
+        d.decode(payload, tile, &mut rows)
+    } else {
+        let mut rest = &mut buf[..];
+        let mut rows = Vec::with_capacity(tile.1.row1 - tile.1.row0);
+        for r in tile.1.row0..tile.1.row1 {
+            let (head, tail) =
+                std::mem::take(&mut rest).split_at_mut(g.tile_row_width(tile.1, r) * w);
+            rows.push(head);
+            rest = tail;
+        }
+        d.decode(payload, tile, &mut RowSegments { rows })
+    };
+    (buf, digest)
 }
 
 /// About the bytes of output a planar chunk's join, and the other transformations of

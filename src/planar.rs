@@ -93,16 +93,33 @@ pub fn join_into(planes: &[u8], w: usize, m: usize, out: &mut [u8]) {
 /// The elements from number `first` of the inverse of [`split`], into `out` (whole
 /// elements, at most as many as the planes hold from `first`).
 pub fn join_part_into(planes: &[u8], w: usize, m: usize, first: usize, out: &mut [u8]) {
-    if m == 0 {
+    let n = planes.len() / (w * m).max(1);
+    if m == 0 || n == 0 {
+        return;
+    }
+    let count = (out.len() / (w * m)).min(n.saturating_sub(first));
+    let parts: Vec<&[u8]> = planes
+        .chunks_exact(n * w)
+        .map(|plane| &plane[first * w..(first + count) * w])
+        .collect();
+    if parts.len() == m {
+        join_slices_into(&parts, w, out);
+    }
+}
+
+/// The words of the equally long `planes` (of `w`-byte words), one per component,
+/// interleaved into whole elements at the start of `out` (at most as many as fit).
+pub fn join_slices_into(planes: &[&[u8]], w: usize, out: &mut [u8]) {
+    if planes.is_empty() {
         return;
     }
     crate::isa::vectorised(
         #[inline(always)]
         || match w {
-            1 => join_words::<1>(planes, m, first, out),
-            2 => join_words::<2>(planes, m, first, out),
-            4 => join_words::<4>(planes, m, first, out),
-            _ => join_words::<8>(planes, m, first, out),
+            1 => join_words::<1>(planes, out),
+            2 => join_words::<2>(planes, out),
+            4 => join_words::<4>(planes, out),
+            _ => join_words::<8>(planes, out),
         },
     );
 }
@@ -121,26 +138,28 @@ fn split_words<const W: usize>(words: &[u8], m: usize, out: &mut [u8]) {
 }
 
 #[inline(always)]
-fn join_words<const W: usize>(planes: &[u8], m: usize, first: usize, out: &mut [u8]) {
-    let n = planes.len() / (W * m);
-    let count = out.len() / (W * m);
-    if n == 0 || count == 0 {
+fn join_words<const W: usize>(planes: &[&[u8]], out: &mut [u8]) {
+    let m = planes.len();
+    let count = (out.len() / (W * m)).min(planes.iter().map(|p| p.len() / W).min().unwrap_or(0));
+    if count == 0 {
         return;
     }
-    let (words, _) = planes.as_chunks::<W>();
     let (out, _) = out.as_chunks_mut::<W>();
-    if m == 2 {
+    let out = &mut out[..count * m];
+    if let [re, im] = planes {
         // Complex numbers: both planes in one pass.
-        let re = &words[first..first + count];
-        let im = &words[n + first..n + first + count];
+        let (re, im) = (
+            &re.as_chunks::<W>().0[..count],
+            &im.as_chunks::<W>().0[..count],
+        );
         let (elements, _) = out.as_chunks_mut::<2>();
         for (element, (a, b)) in elements.iter_mut().zip(re.iter().zip(im)) {
             *element = [*a, *b];
         }
         return;
     }
-    for c in 0..m {
-        let plane = &words[c * n + first..c * n + first + count];
+    for (c, plane) in planes.iter().enumerate() {
+        let (plane, _) = plane.as_chunks::<W>();
         for (element, word) in out.chunks_exact_mut(m).zip(plane) {
             element[c] = *word;
         }

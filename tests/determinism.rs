@@ -173,3 +173,66 @@ fn tiles_coded_into_one_buffer_equal_their_parts_whatever_coding_wins() {
         assert_eq!(decompress(&joined).unwrap(), mixed);
     }
 }
+
+/// Complex values of `times` rows of `channels`, whose real parts are smooth along time
+/// (and unrelated from channel to channel) and imaginary parts small noise: coded
+/// smaller as planes, along time.
+fn smooth_real_noisy_imaginary(times: usize, channels: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..times * channels)
+        .flat_map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let (t, channel) = (i / channels, i % channels);
+            let level = (channel as u32).wrapping_mul(2_654_435_761) as f32 * 1e-6;
+            let re = level * (1.0 + t as f32 * 1e-3);
+            let im = (state % 1000) as f32 * 1.0e-6;
+            [re.to_le_bytes(), im.to_le_bytes()].concat()
+        })
+        .collect()
+}
+
+/// A chunk coded as planes decodes the same on any thread count, whether its tiles span
+/// whole rows or split them by columns (the decoder joins each tile's planes as soon as
+/// they are decoded), and a corrupted tile is an error whatever the thread count.
+#[test]
+fn planar_chunks_decode_alike_on_any_thread_count() {
+    use karoo::Mode;
+    // (shape, whether the tiles span whole rows)
+    for (shape, whole_rows) in [(vec![2048, 256, 2], true), (vec![16, 16384, 2], false)] {
+        let data = smooth_real_noisy_imaginary(shape[0], shape[1]);
+        let params = Params {
+            components: 2,
+            mode: Mode::Archive,
+            ..Params::new(4, &shape)
+        };
+        let packed = compress(&data, &params).unwrap();
+        let header = karoo::internals::Header::parse(&packed, u64::MAX)
+            .unwrap()
+            .0;
+        assert!(header.is_planar(), "{shape:?} coded as planes");
+        assert!(
+            header.tile_sizes.len() >= 4,
+            "{shape:?}: several tiles per plane"
+        );
+        assert_eq!(
+            header.tiling.tile_cols as u64 >= header.lag,
+            whole_rows,
+            "{shape:?}: {:?}, lag {}",
+            header.tiling,
+            header.lag
+        );
+        let mut corrupt = packed.clone();
+        let at = corrupt.len() - 40;
+        corrupt[at] ^= 0x5a;
+        for threads in [1, 2, 3] {
+            let decoded = decompress_with(&packed, u64::MAX, threads).unwrap();
+            assert!(decoded == data, "{shape:?} on {threads} threads");
+            assert!(
+                decompress_with(&corrupt, u64::MAX, threads).is_err(),
+                "{shape:?} corrupted, on {threads} threads"
+            );
+        }
+    }
+}
