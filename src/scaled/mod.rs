@@ -54,15 +54,10 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
     groups.into_iter().rev().find_map(|group| {
         let count = words.len().div_ceil(group);
         let found = scale::quantise_chunk(&words, group, count / 16)?;
-        let bytes = found
-            .integers
-            .iter()
-            .flat_map(|w| {
-                let mut b = [0u8; 8];
-                w.store(&mut b);
-                b.into_iter().take(T::BYTES)
-            })
-            .collect();
+        let mut bytes = vec![0u8; found.integers.len() * T::BYTES];
+        for (w, out) in found.integers.iter().zip(bytes.chunks_exact_mut(T::BYTES)) {
+            w.store(out);
+        }
         Some((
             bytes,
             Scales {

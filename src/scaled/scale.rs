@@ -47,6 +47,7 @@ const FULL_SCALES: [f64; 12] = [
 const SMALLEST_MULTIPLES: u32 = 64;
 
 /// The float a word holds, as float64.
+#[inline(always)]
 fn value<T: Word>(x: T) -> f64 {
     if T::BYTES == 4 {
         f64::from(f32::from_bits(x.to_u64() as u32))
@@ -161,18 +162,10 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
             return Some(scale);
         }
     }
-    let mut largest = 0.0f64;
-    let mut smallest = f64::INFINITY;
-    for &x in group {
-        let v = value(x).abs();
-        if !v.is_finite() {
-            return None;
-        }
-        if v > 0.0 {
-            largest = largest.max(v);
-            smallest = smallest.min(v);
-        }
-    }
+    let (smallest, largest) = crate::isa::vectorised(
+        #[inline(always)]
+        || magnitude_range(group),
+    )?;
     if largest == 0.0 {
         // Zeros only (positive zeros: a negative zero is no multiple of 1).
         return group
@@ -200,6 +193,41 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
         .chain(full_scales)
         .flatten()
         .find(|&s| fits(group, s))
+}
+
+/// The smallest nonzero and the largest magnitude of the values of `group` (infinity
+/// and 0 when all are zero), unless one is not finite; in [`LANES`] independent lanes
+/// with no branch per word, so that it vectorises.
+#[inline(always)]
+fn magnitude_range<T: Word>(group: &[T]) -> Option<(f64, f64)> {
+    let mut smallest = [f64::INFINITY; LANES];
+    let mut largest = [0.0f64; LANES];
+    let mut finite = [true; LANES];
+    let mut lane = |k: usize, x: T| {
+        let v = value(x).abs();
+        finite[k] &= v.is_finite();
+        largest[k] = if v > largest[k] { v } else { largest[k] };
+        smallest[k] = if v > 0.0 && v < smallest[k] {
+            v
+        } else {
+            smallest[k]
+        };
+    };
+    let mut blocks = group.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (k, &x) in block.iter().enumerate() {
+            lane(k, x);
+        }
+    }
+    for (k, &x) in blocks.remainder().iter().enumerate() {
+        lane(k, x);
+    }
+    if finite.contains(&false) {
+        return None;
+    }
+    let smallest = smallest.into_iter().fold(f64::INFINITY, f64::min);
+    let largest = largest.into_iter().fold(0.0f64, f64::max);
+    Some((smallest, largest))
 }
 
 /// Words at the start of a group (zeros passed over) a seed must fit before it is
@@ -348,19 +376,55 @@ fn refine_each<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
 #[inline(always)]
 fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
     let inverse = 1.0 / approximate;
-    let mut low = [0.0f64; LANES];
-    let mut high = [f64::INFINITY; LANES];
-    let mut bad = [false; LANES];
-    let mut nonzero = [false; LANES];
-    let mut lane = |k: usize, x: T| {
-        let bits = x.to_u64() as u32;
+    let mut lanes = Lanes {
+        low: [0.0; LANES],
+        high: [f64::INFINITY; LANES],
+        bad: [false; LANES],
+        nonzero: [false; LANES],
+    };
+    // In pieces, after each of which a group that already fails stops: its bounds only
+    // tighten and a bad word stays bad, so the answer is the one of the whole group.
+    let whole = group.len() - group.len() % LANES;
+    for piece in group[..whole].chunks(REFINE_PIECE) {
+        for block in piece.chunks_exact(LANES) {
+            for (k, &x) in block.iter().enumerate() {
+                lanes.take(k, x.to_u64() as u32, inverse);
+            }
+        }
+        if lanes.failed() {
+            return None;
+        }
+    }
+    for (k, &x) in group[whole..].iter().enumerate() {
+        lanes.take(k, x.to_u64() as u32, inverse);
+    }
+    if lanes.failed() || !lanes.nonzero.contains(&true) {
+        return None;
+    }
+    let (low, high) = lanes.bounds();
+    Some(low + (high - low) / 2.0)
+}
+
+/// The state of [`refine_f32`]'s lanes: each lane's interval of scales, whether a word
+/// was out of range and whether one was a nonzero multiple.
+struct Lanes {
+    low: [f64; LANES],
+    high: [f64; LANES],
+    bad: [bool; LANES],
+    nonzero: [bool; LANES],
+}
+
+impl Lanes {
+    /// Narrows lane `k`'s interval by the float32 word `bits` (no branch).
+    #[inline(always)]
+    fn take(&mut self, k: usize, bits: u32, inverse: f64) {
         let v = f64::from(f32::from_bits(bits));
         let r = v * inverse;
         // NaN fails too.
-        bad[k] |= r.is_nan() || r.abs() > max_integer(4) as f64;
+        self.bad[k] |= r.is_nan() || r.abs() > max_integer(4) as f64;
         let q = nearest_integer(r).abs();
         let counts = q != 0.0;
-        nonzero[k] |= counts;
+        self.nonzero[k] |= counts;
         // The float32s rounding to v: half an ulp either side.
         let magnitude = bits & 0x7fff_ffff;
         let below = f64::from(f32::from_bits(magnitude.wrapping_sub(1)));
@@ -371,25 +435,29 @@ fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
         } else {
             (0.0, f64::INFINITY)
         };
-        low[k] = if lo > low[k] { lo } else { low[k] };
-        high[k] = if hi < high[k] { hi } else { high[k] };
-    };
-    let mut blocks = group.chunks_exact(LANES);
-    for block in &mut blocks {
-        for (k, &x) in block.iter().enumerate() {
-            lane(k, x);
-        }
+        self.low[k] = if lo > self.low[k] { lo } else { self.low[k] };
+        self.high[k] = if hi < self.high[k] { hi } else { self.high[k] };
     }
-    for (k, &x) in blocks.remainder().iter().enumerate() {
-        lane(k, x);
+
+    /// The interval every lane allows.
+    #[inline(always)]
+    fn bounds(&self) -> (f64, f64) {
+        let low = self.low.iter().fold(0.0f64, |a, &b| a.max(b));
+        let high = self.high.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+        (low, high)
     }
-    if bad.contains(&true) || !nonzero.contains(&true) {
-        return None;
+
+    /// Whether a word was out of range or the lanes allow no scale.
+    #[inline(always)]
+    fn failed(&self) -> bool {
+        let (low, high) = self.bounds();
+        self.bad.contains(&true) || low > high
     }
-    let low = low.into_iter().fold(0.0f64, f64::max);
-    let high = high.into_iter().fold(f64::INFINITY, f64::min);
-    (low <= high).then_some(low + (high - low) / 2.0)
 }
+
+/// Words [`refine_f32`] looks at between checks whether the group already fails (a
+/// multiple of [`LANES`]).
+const REFINE_PIECE: usize = 4096;
 
 /// Values of a group the rungs are taken from.
 const DIVISOR_SAMPLE: usize = 128;
@@ -435,11 +503,22 @@ pub fn quantise_chunk<T: Word>(
         match found {
             Some(scale) => {
                 scales.push(scale.to_bits());
+                // The scale fits every word: each is its nearest integer, which the loop
+                // takes with no check (so it vectorises).
                 let inverse = 1.0 / scale;
-                integers.extend(g.iter().map(|&x| {
-                    let q = quantise_with(x, scale, inverse).expect("the scale fits every word");
-                    T::from_u64(q as u64)
-                }));
+                crate::isa::vectorised(
+                    #[inline(always)]
+                    || {
+                        integers.extend(g.iter().map(|&x| {
+                            let r = value(x) * inverse;
+                            T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64)
+                        }))
+                    },
+                );
+                debug_assert!(g
+                    .iter()
+                    .zip(&integers[integers.len() - g.len()..])
+                    .all(|(&x, &q)| quantise_with(x, scale, inverse) == Some(signed(q))));
             }
             None => {
                 unscaled += 1;
