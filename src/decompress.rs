@@ -264,42 +264,6 @@ impl Slabs {
         })
     }
 
-    /// The rows of the elements of every slab in `out` (of `m * w`-byte elements, laid
-    /// out as the first component's planes): per slab, its pieces of rows in order.
-    fn out_rows<'o, B>(
-        &self,
-        g: &Geometry,
-        tiles: &[Tile],
-        out: &'o mut [B],
-    ) -> Vec<Vec<&'o mut [B]>> {
-        let element = self.m * self.w;
-        let mut slabs: Vec<Vec<&mut [B]>> = (0..self.per_component).map(|_| Vec::new()).collect();
-        if g.tiles_are_contiguous() {
-            let mut rest = out;
-            for (tile, slab) in tiles.iter().zip(&mut slabs) {
-                let (head, tail) =
-                    std::mem::take(&mut rest).split_at_mut(g.tile_words(tile) * element);
-                slab.push(head);
-                rest = tail;
-            }
-            return slabs;
-        }
-        let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
-        let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
-        for (plane, plane_out) in out.chunks_mut(g.plane_len * element).enumerate() {
-            for (row, row_out) in plane_out.chunks_mut(g.lag * element).enumerate() {
-                let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
-                for (piece, slab) in row_out
-                    .chunks_mut(g.tiling.tile_cols * element)
-                    .zip(&mut slabs[first..])
-                {
-                    slab.push(piece);
-                }
-            }
-        }
-        slabs
-    }
-
     /// Decodes the tiles slab by slab on `threads` threads, each tile into a buffer of
     /// its own, and joins each slab into its elements of `out` (through `init` just
     /// before) as soon as its tiles are decoded; the tiles' digests in tile order.
@@ -313,11 +277,9 @@ impl Slabs {
         init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
     ) -> Result<Vec<u64>> {
         let per = self.per_component;
-        let jobs = self
-            .out_rows(d.geometry, tiles, out)
-            .into_iter()
-            .enumerate()
-            .collect();
+        // The first component's tiles say where each slab's elements lie in `out`.
+        let regions = tile_regions(d.geometry, &tiles[..per], out, self.m * self.w);
+        let jobs = regions.into_iter().enumerate().collect();
         let decoded = map_shared(threads, jobs, |(j, rows)| {
             let mut planes = Vec::with_capacity(self.m);
             let mut digests = Vec::with_capacity(self.m);
@@ -490,22 +452,15 @@ fn decode_tiles<B: Send>(
     init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
 ) -> Result<Vec<u64>> {
     let (g, w) = (d.geometry, d.word_size);
+    let regions = tile_regions(g, tiles, out, w);
     if g.tiles_are_contiguous() {
-        // Tiles span whole rows: each is one contiguous region of the output.
-        let mut rest = &mut *out;
-        let mut regions = Vec::with_capacity(tiles.len());
-        for tile in tiles {
-            let (head, tail) = rest.split_at_mut(g.tile_words(tile) * w);
-            regions.push(head);
-            rest = tail;
-        }
         let jobs = regions
             .into_iter()
             .zip(tiles.iter().enumerate())
             .zip(slices);
-        return map_shared(threads, jobs.collect(), |((region, tile), payload)| {
+        return map_shared(threads, jobs.collect(), |((mut region, tile), payload)| {
             let mut rows = StridedRows {
-                buf: init(region),
+                buf: init(region.swap_remove(0)),
                 row_stride: g.lag * w,
                 plane_stride: g.plane_len * w,
             };
@@ -514,23 +469,10 @@ fn decode_tiles<B: Send>(
         .into_iter()
         .collect();
     }
-    // Column-split tiles (one plane each) interleave in memory: hand each tile the
-    // disjoint pieces of the rows it covers.
-    let mut pieces: Vec<Vec<&mut [B]>> = tiles.iter().map(|_| Vec::new()).collect();
-    let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
-    let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
-    for (plane, plane_out) in out.chunks_mut(g.plane_len * w).enumerate() {
-        for (row, row_out) in plane_out.chunks_mut(g.lag * w).enumerate() {
-            let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
-            for (piece, tile_pieces) in row_out
-                .chunks_mut(g.tiling.tile_cols * w)
-                .zip(&mut pieces[first..])
-            {
-                tile_pieces.push(piece);
-            }
-        }
-    }
-    let jobs = pieces.into_iter().zip(tiles.iter().enumerate()).zip(slices);
+    let jobs = regions
+        .into_iter()
+        .zip(tiles.iter().enumerate())
+        .zip(slices);
     map_shared(threads, jobs.collect(), |((pieces, tile), payload)| {
         let mut rows = RowSegments {
             rows: pieces.into_iter().map(init).collect(),
@@ -539,4 +481,40 @@ fn decode_tiles<B: Send>(
     })
     .into_iter()
     .collect()
+}
+
+/// Where each of `tiles` lies in `out` (elements of `element` bytes laid out as the
+/// geometry's words): when the tiles span whole rows, one contiguous region each; else
+/// (column-split tiles, one plane each, interleaved in memory) the disjoint pieces of the
+/// rows it covers, in row order.
+fn tile_regions<'o, B>(
+    g: &Geometry,
+    tiles: &[Tile],
+    out: &'o mut [B],
+    element: usize,
+) -> Vec<Vec<&'o mut [B]>> {
+    let mut regions: Vec<Vec<&mut [B]>> = tiles.iter().map(|_| Vec::new()).collect();
+    if g.tiles_are_contiguous() {
+        let mut rest = out;
+        for (tile, region) in tiles.iter().zip(&mut regions) {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(g.tile_words(tile) * element);
+            region.push(head);
+            rest = tail;
+        }
+        return regions;
+    }
+    let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
+    let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
+    for (plane, plane_out) in out.chunks_mut(g.plane_len * element).enumerate() {
+        for (row, row_out) in plane_out.chunks_mut(g.lag * element).enumerate() {
+            let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
+            for (piece, region) in row_out
+                .chunks_mut(g.tiling.tile_cols * element)
+                .zip(&mut regions[first..])
+            {
+                region.push(piece);
+            }
+        }
+    }
+    regions
 }
