@@ -156,7 +156,7 @@ impl<'a> Chunk<'a> {
         // buffer.
         if header.is_planar() && !transformed {
             let m = header.shape[0] as usize;
-            if let Some(slabs) = Slabs::of(geometry, tiles, m, decoder.word_size, threads) {
+            if let Some(slabs) = Slabs::of(geometry, tiles, m, threads) {
                 let digests = slabs.decode(decoder, tiles, payloads, out, threads, &init)?;
                 return check(header, checksum::combine_digests(&digests));
             }
@@ -231,15 +231,13 @@ struct Slabs {
     per_component: usize,
     /// Components.
     m: usize,
-    /// Bytes of a word.
-    w: usize,
 }
 
 impl Slabs {
-    /// The slabs of a chunk of `m` components coded as `tiles` of `w`-byte words, when
+    /// The slabs of a chunk of `m` components coded as `tiles`, when
     /// every component is tiled alike and there are at least as many slabs as threads
     /// to decode them on (fewer would leave threads idle).
-    fn of(g: &Geometry, tiles: &[Tile], m: usize, w: usize, threads: usize) -> Option<Slabs> {
+    fn of(g: &Geometry, tiles: &[Tile], m: usize, threads: usize) -> Option<Slabs> {
         if m < 2 || !tiles.len().is_multiple_of(m) || !g.planes.is_multiple_of(m) {
             return None;
         }
@@ -260,7 +258,6 @@ impl Slabs {
         alike.then_some(Slabs {
             per_component: per,
             m,
-            w,
         })
     }
 
@@ -276,9 +273,9 @@ impl Slabs {
         threads: usize,
         init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
     ) -> Result<Vec<u64>> {
-        let per = self.per_component;
+        let (per, w) = (self.per_component, d.word_size);
         // The first component's tiles say where each slab's elements lie in `out`.
-        let regions = tile_regions(d.geometry, &tiles[..per], out, self.m * self.w);
+        let regions = tile_regions(d.geometry, &tiles[..per], out, self.m * w);
         let jobs = regions.into_iter().enumerate().collect();
         let decoded = map_shared(threads, jobs, |(j, rows)| {
             let mut planes = Vec::with_capacity(self.m);
@@ -300,7 +297,7 @@ impl Slabs {
                 let row = init(row);
                 let len = row.len() / self.m;
                 let parts: Vec<&[u8]> = planes.iter().map(|p| &p[at..at + len]).collect();
-                planar::join_slices_into(&parts, self.w, row);
+                planar::join_slices_into(&parts, w, row);
                 at += len;
             }
             planes.into_iter().for_each(buffers::give);
@@ -321,24 +318,21 @@ impl Slabs {
 fn decode_compact(d: TileDecoder, tile: (usize, &Tile), payload: &[u8]) -> (Vec<u8>, Result<u64>) {
     let (g, w) = (d.geometry, d.word_size);
     let mut buf = scratch(g.tile_words(tile.1) * w);
-    let digest = if g.tiles_are_contiguous() {
-        let mut rows = StridedRows {
-            buf: &mut buf,
-            row_stride: g.lag * w,
-            plane_stride: g.plane_len * w,
-        };
-        d.decode(payload, tile, &mut rows)
+    let pieces = if g.tiles_are_contiguous() {
+        vec![&mut buf[..]]
     } else {
+        // The tile's rows one after another.
         let mut rest = &mut buf[..];
-        let mut rows = Vec::with_capacity(tile.1.row1 - tile.1.row0);
-        for r in tile.1.row0..tile.1.row1 {
-            let (head, tail) =
-                std::mem::take(&mut rest).split_at_mut(g.tile_row_width(tile.1, r) * w);
-            rows.push(head);
-            rest = tail;
-        }
-        d.decode(payload, tile, &mut RowSegments { rows })
+        (tile.1.row0..tile.1.row1)
+            .map(|r| {
+                let (head, tail) =
+                    std::mem::take(&mut rest).split_at_mut(g.tile_row_width(tile.1, r) * w);
+                rest = tail;
+                head
+            })
+            .collect()
     };
+    let digest = d.decode_into(payload, tile, pieces);
     (buf, digest)
 }
 
@@ -386,6 +380,26 @@ struct TileDecoder<'a> {
 }
 
 impl TileDecoder<'_> {
+    /// Decodes a tile into its region as [`tile_regions`] gives it: one contiguous piece
+    /// when the tiles span whole rows, else the pieces of its rows in order.
+    fn decode_into(
+        &self,
+        payload: &[u8],
+        tile: (usize, &Tile),
+        mut region: Vec<&mut [u8]>,
+    ) -> Result<u64> {
+        let (g, w) = (self.geometry, self.word_size);
+        if g.tiles_are_contiguous() {
+            let mut rows = StridedRows {
+                buf: region.swap_remove(0),
+                row_stride: g.lag * w,
+                plane_stride: g.plane_len * w,
+            };
+            return self.decode(payload, tile, &mut rows);
+        }
+        self.decode(payload, tile, &mut RowSegments { rows: region })
+    }
+
     fn decode(
         &self,
         payload: &[u8],
@@ -451,33 +465,13 @@ fn decode_tiles<B: Send>(
     threads: usize,
     init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
 ) -> Result<Vec<u64>> {
-    let (g, w) = (d.geometry, d.word_size);
-    let regions = tile_regions(g, tiles, out, w);
-    if g.tiles_are_contiguous() {
-        let jobs = regions
-            .into_iter()
-            .zip(tiles.iter().enumerate())
-            .zip(slices);
-        return map_shared(threads, jobs.collect(), |((mut region, tile), payload)| {
-            let mut rows = StridedRows {
-                buf: init(region.swap_remove(0)),
-                row_stride: g.lag * w,
-                plane_stride: g.plane_len * w,
-            };
-            d.decode(payload, tile, &mut rows)
-        })
-        .into_iter()
-        .collect();
-    }
+    let regions = tile_regions(d.geometry, tiles, out, d.word_size);
     let jobs = regions
         .into_iter()
         .zip(tiles.iter().enumerate())
         .zip(slices);
-    map_shared(threads, jobs.collect(), |((pieces, tile), payload)| {
-        let mut rows = RowSegments {
-            rows: pieces.into_iter().map(init).collect(),
-        };
-        d.decode(payload, tile, &mut rows)
+    map_shared(threads, jobs.collect(), |((region, tile), payload)| {
+        d.decode_into(payload, tile, region.into_iter().map(init).collect())
     })
     .into_iter()
     .collect()
