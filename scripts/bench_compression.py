@@ -112,6 +112,9 @@ def workloads(data_dir, quick):
     out.append(("generated int16 x scale cross-spectra, complex64", datasets.scaled_int16_spectra(**sma)))
     out.append(("generated int16 x scale cross-spectra, flagged band edges", datasets.scaled_int16_spectra(flagged=True, **sma)))
     out.append(("generated snapshot, 4 pols, flagged channels", datasets.snapshot(nchan=64 if quick else 256)))
+    flags, weights = datasets.flags_and_weights(ntime=16 if quick else 32, nchan=64 if quick else 256)
+    out.append(("generated flags, uint8", flags))
+    out.append(("generated weights, float32 (8 or 0 where flagged)", weights))
     return out
 
 
@@ -160,6 +163,8 @@ def pcodec_size(series):
     """Bytes of pcodec level 8 (standalone) on one chunk's series."""
     from pcodec import ChunkConfig, standalone
 
+    if series.dtype.itemsize == 1:
+        series = series.astype(np.uint16)  # pcodec codes numbers of 16 bits and more
     packed = standalone.simple_compress(series, ChunkConfig(compression_level=8))
     if standalone.simple_decompress(packed).tobytes() != series.tobytes():
         raise RuntimeError("pcodec round trip is not bit-exact")

@@ -121,6 +121,25 @@ def snapshot(nbl=351, nchan=256, seed=2028):
     return vis[None]
 
 
+def flags_and_weights(ntime=32, nbl=351, nchan=256, npol=4, seed=2029):
+    """The flags (uint8, 1 where flagged) and weights (float32: the integration's 8 s,
+    0 where flagged) that accompany (time, baseline, channel, polarisation) visibilities:
+    band edges and an RFI channel range flagged throughout, a few baselines flagged in
+    some time steps, and 1% of the samples at random."""
+    rng = np.random.default_rng(seed)
+    flags = rng.random((ntime, nbl, nchan, npol)) < 0.01
+    edge = max(1, nchan // 20)
+    flags[:, :, :edge] = True
+    flags[:, :, -edge:] = True
+    start = int(rng.integers(edge, nchan - edge - 8))
+    flags[:, :, start:start + 6] = True
+    for b in rng.choice(nbl, size=max(1, nbl // 50), replace=False):
+        t0 = int(rng.integers(0, ntime))
+        flags[t0:t0 + int(rng.integers(1, ntime + 1)), b] = True
+    weights = np.where(flags, np.float32(0), np.float32(8))
+    return flags.astype(np.uint8), weights
+
+
 def bit_rounded(array, keep):
     """`array` (float32 or complex64) with every float rounded to `keep` mantissa bits, ties
     away from zero, as bit-rounding pre-filters leave data."""

@@ -440,6 +440,58 @@ mod tests {
     }
 
     #[test]
+    fn short_chunks_smooth_along_time_keep_the_hint() {
+        // (time 4, channel 1024, product 4): each series nearly constant along its four
+        // steps, neighbouring channels unrelated. Only three rows of each plane have an
+        // earlier sample, and the first row costs the same whatever the axis, so time
+        // must win on the rows it predicts, with or without a spatial first row.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let levels: Vec<f32> = (0..1024 * 4)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / 16.0
+            })
+            .collect();
+        let data = f32_bytes((0..4 * 1024 * 4).map(|i| {
+            let (t, e) = (i / 4096, i % 4096);
+            levels[e] + t as f32 * 1e-3
+        }));
+        let hint = Axis {
+            time_axis: 0,
+            lag: 0,
+        };
+        for first_rows_spatial in [false, true] {
+            let (chosen, _) = choose::<u32>(
+                &data,
+                &[4, 1024, 4],
+                0..3,
+                hint,
+                1,
+                ResidualMap::RotateSubtract,
+                first_rows_spatial,
+            );
+            assert_eq!(chosen, hint, "spatial first rows: {first_rows_spatial}");
+        }
+        // Levels that change with every step but not along channels: channels win.
+        let data = f32_bytes((0..4 * 1024 * 4).map(|i| {
+            let (t, ch, p) = (i / 4096, i / 4 % 1024, i % 4);
+            levels[t * 4 + p] + ch as f32 * 1e-3
+        }));
+        let (chosen, _) = choose::<u32>(
+            &data,
+            &[4, 1024, 4],
+            0..3,
+            hint,
+            1,
+            ResidualMap::RotateSubtract,
+            false,
+        );
+        assert_eq!(chosen.time_axis, 1);
+    }
+
+    #[test]
     fn the_component_axis_is_never_chosen() {
         // Both components of each element equal, elements unrelated: along the
         // component axis every other word would be predicted exactly, but series never

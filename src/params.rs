@@ -180,6 +180,7 @@ impl Params {
             } else {
                 Coder::ShuffledLz4
             }),
+            sparse: !archive && self.coder.is_none() && self.predictor.is_none(),
             generic_on_repeats: archive,
             float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),

@@ -13,9 +13,15 @@ pub fn zero_low_bits(data: &[u8], word_size: usize) -> Option<u32> {
     let below_top = below_top_bit(word_size);
     let mut seen = 0u64;
     for block in data.chunks(SCAN_BLOCK * word_size) {
-        for word in block.chunks_exact(word_size) {
-            seen |= load(word) & below_top;
-        }
+        seen |= crate::isa::vectorised(
+            #[inline(always)]
+            || match word_size {
+                4 => or_words::<4>(block),
+                8 => or_words::<8>(block),
+                2 => or_words::<2>(block),
+                _ => or_words::<1>(block),
+            },
+        ) & below_top;
         if seen & 1 != 0 {
             return None;
         }
@@ -23,15 +29,20 @@ pub fn zero_low_bits(data: &[u8], word_size: usize) -> Option<u32> {
     (seen != 0).then(|| seen.trailing_zeros())
 }
 
+/// The OR of the `N`-byte little-endian words of `bytes`.
+#[inline(always)]
+fn or_words<const N: usize>(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(N)
+        .fold(0, |seen, word| seen | load_n::<N>(word))
+}
+
 /// The words of `data` with the `z` low bits below their top bit dropped.
 pub fn shift_down(data: &[u8], word_size: usize, z: u32) -> Vec<u8> {
-    let below_top = below_top_bit(word_size);
-    let mut out = Vec::with_capacity(data.len());
-    for word in data.chunks_exact(word_size) {
-        let x = load(word);
-        let y = (x & !below_top) | ((x & below_top) >> z);
-        out.extend_from_slice(&y.to_le_bytes()[..word_size]);
-    }
+    let mut out = vec![0u8; data.len()];
+    map_words(data, &mut out, word_size, |x, below_top| {
+        (x & !below_top) | ((x & below_top) >> z)
+    });
     out
 }
 
@@ -39,23 +50,64 @@ pub fn shift_down(data: &[u8], word_size: usize, z: u32) -> Vec<u8> {
 /// `z`, filling zeros.
 pub fn shift_up(bytes: &mut [u8], word_size: usize, z: u32) {
     let below_top = below_top_bit(word_size);
-    for word in bytes.chunks_exact_mut(word_size) {
-        let y = load(word);
-        let x = (y & !below_top) | ((y << z) & below_top);
-        word.copy_from_slice(&x.to_le_bytes()[..word_size]);
+    let f = |y: u64| (y & !below_top) | ((y << z) & below_top);
+    crate::isa::vectorised(
+        #[inline(always)]
+        || match word_size {
+            4 => map_in_place_n::<4>(bytes, f),
+            8 => map_in_place_n::<8>(bytes, f),
+            2 => map_in_place_n::<2>(bytes, f),
+            _ => map_in_place_n::<1>(bytes, f),
+        },
+    );
+}
+
+/// Each `word_size`-byte word of `from`, mapped by `f` (given the word and the mask of
+/// its bits below the top bit), into `to` (as long).
+fn map_words(from: &[u8], to: &mut [u8], word_size: usize, f: impl Fn(u64, u64) -> u64) {
+    let below_top = below_top_bit(word_size);
+    crate::isa::vectorised(
+        #[inline(always)]
+        || match word_size {
+            4 => map_n::<4>(from, to, |x| f(x, below_top)),
+            8 => map_n::<8>(from, to, |x| f(x, below_top)),
+            2 => map_n::<2>(from, to, |x| f(x, below_top)),
+            _ => map_n::<1>(from, to, |x| f(x, below_top)),
+        },
+    );
+}
+
+/// [`map_words`] for words of `N` bytes.
+#[inline(always)]
+fn map_n<const N: usize>(from: &[u8], to: &mut [u8], f: impl Fn(u64) -> u64) {
+    for (x, y) in from.chunks_exact(N).zip(to.chunks_exact_mut(N)) {
+        y.copy_from_slice(&f(load_n::<N>(x)).to_le_bytes()[..N]);
+    }
+}
+
+/// Each `N`-byte word of `bytes` mapped by `f`, in place.
+#[inline(always)]
+fn map_in_place_n<const N: usize>(bytes: &mut [u8], f: impl Fn(u64) -> u64) {
+    for y in bytes.chunks_exact_mut(N) {
+        let x = load_n::<N>(y);
+        y.copy_from_slice(&f(x).to_le_bytes()[..N]);
+    }
+}
+
+/// A little-endian word of `N` bytes (1, 2, 4 or 8).
+#[inline(always)]
+fn load_n<const N: usize>(word: &[u8]) -> u64 {
+    match N {
+        8 => u64::from_le_bytes(word.try_into().expect("8 bytes")),
+        4 => u64::from(u32::from_le_bytes(word.try_into().expect("4 bytes"))),
+        2 => u64::from(u16::from_le_bytes(word.try_into().expect("2 bytes"))),
+        _ => u64::from(word[0]),
     }
 }
 
 /// Mask of the bits of a `word_size`-byte word below its top bit.
 fn below_top_bit(word_size: usize) -> u64 {
     u64::MAX >> (65 - 8 * word_size as u32)
-}
-
-/// A little-endian word of 1 to 8 bytes.
-fn load(word: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes[..word.len()].copy_from_slice(word);
-    u64::from_le_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -186,7 +186,7 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=11u8 {
+    for coder in 1..=12u8 {
         assert!(
             tile_codings().any(|c| c.split('/').next().unwrap().ends_with(&format!(".{coder}"))),
             "coder {coder}"
@@ -775,6 +775,30 @@ fn cases() -> Vec<Case> {
         name: "v2_complex64_banded32_archive".into(),
         data: f32_bytes(&series(&[8, 4096, 2], 37)),
         params: complex64_archive(&[8, 4096, 2]),
+    });
+    // Coder 12 (bit-shuffled LZ4), chosen by fast mode for sparse flags (one byte each,
+    // about one in 64 set, and a flagged band), coded as the words are.
+    let mut rng = SplitMix(12);
+    let flags: Vec<u8> = (0..64 * 1024)
+        .map(|i| u8::from(i % 1024 / 16 == 40 || rng.next().is_multiple_of(64)))
+        .collect();
+    let mut p = params(1, &[64, 1024], Mode::Fast);
+    p.element = ElementKind::Integer;
+    out.push(Case {
+        name: "v2_u8_flags_bitshuffled_fast".into(),
+        data: flags,
+        params: p,
+    });
+    // Coder 12 requested on 16-bit counts: residuals whose high planes are absent.
+    let counts: Vec<u8> = (0..16 * 512)
+        .flat_map(|i: u32| ((i / 512 * 3 + i % 7) as u16).to_le_bytes())
+        .collect();
+    let mut p = with_coding(params(2, &[16, 512], Mode::Fast), 1, 3, 12);
+    p.element = ElementKind::Integer;
+    out.push(Case {
+        name: "v2_u16_counts_coder12_fast".into(),
+        data: counts,
+        params: p,
     });
     out
 }

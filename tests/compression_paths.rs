@@ -609,3 +609,65 @@ fn noise_that_no_predictor_helps_is_coded_by_its_float_fields() {
         );
     }
 }
+
+/// Flags of (time, baseline, channel) and the matching float32 weights (8.0, or 0.0 where
+/// flagged): a band of channels flagged throughout and about one sample in 64 at random.
+fn flags_and_weights(shape: [usize; 3]) -> (Vec<u8>, Vec<u8>) {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let flags: Vec<u8> = (0..shape.iter().product::<usize>())
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let channel = i % shape[2];
+            u8::from((40..46).contains(&channel) || state.is_multiple_of(64))
+        })
+        .collect();
+    let weights = flags
+        .iter()
+        .flat_map(|&f| if f == 1 { 0f32 } else { 8f32 }.to_le_bytes())
+        .collect();
+    (flags, weights)
+}
+
+#[test]
+fn sparse_flags_and_weights_are_bit_shuffled_in_fast_mode() {
+    let shape = [16, 64, 256];
+    let (flags, weights) = flags_and_weights(shape);
+    let mut p = params(1, &shape, Mode::Fast);
+    p.element = ElementKind::Integer;
+    let packed = round_trip(&flags, &p);
+    let (_, _, coders) = recorded(&packed);
+    assert!(
+        coders.iter().all(|&c| c == Coder::BitshuffledLz4.id()),
+        "{coders:?}"
+    );
+    // Below a byte-shuffled coding of the flags as they are.
+    p.predictor = Some(karoo::Predictor::Zero);
+    p.coder = Some(Coder::ShuffledLz4);
+    let bytes = round_trip(&flags, &p);
+    assert!(
+        packed.len() * 4 < bytes.len() * 3,
+        "{} vs {}",
+        packed.len(),
+        bytes.len()
+    );
+
+    let mut p = params(4, &shape, Mode::Fast);
+    p.element = ElementKind::Float;
+    let packed = round_trip(&weights, &p);
+    let (header, mut at) = header(&packed);
+    if header.flags & 2 != 0 {
+        at += 16 + u32_at(&packed, at + 12) as usize + 8;
+    }
+    assert!(!header.tile_sizes.is_empty());
+    for size in &header.tile_sizes {
+        // The words as they are: predictor none (13), map XOR (1), coder 12.
+        assert_eq!((packed[at], packed[at + 1]), (13, 1 << 4 | 12));
+        at += *size as usize;
+    }
+    // A requested predictor keeps the predicted coding.
+    p.predictor = Some(karoo::Predictor::Lagrange(1));
+    let (_, _, coders) = recorded(&round_trip(&weights, &p));
+    assert!(!coders.contains(&Coder::BitshuffledLz4.id()), "{coders:?}");
+}

@@ -339,8 +339,8 @@ mod tests {
             "unknown residual map 4 in cd_values[1] (0 to 3)"
         );
         assert_eq!(
-            UserOptions::parse(&[0, 12 << 16]).unwrap_err(),
-            "unknown residual coder 12 in cd_values[1] (0 to 11)"
+            UserOptions::parse(&[0, 13 << 16]).unwrap_err(),
+            "unknown residual coder 13 in cd_values[1] (0 to 12)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

@@ -41,6 +41,7 @@ CODERS = {
     "shuffled-zstd": 9,
     "float-fields": 10,
     "banded-ans": 11,
+    "bitshuffled-lz4": 12,
 }
 
 MAX_THREADS = 1024

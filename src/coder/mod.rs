@@ -1,5 +1,6 @@
 //! Residual coders: how a tile's residual words become bytes.
 
+pub mod bitshuffled;
 pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -49,11 +50,15 @@ pub enum Coder {
     /// one residual of each in turn, each band with a rANS state of its own, so that a
     /// decoder follows 16 at once.
     Banded,
+    /// The values bit-shuffled (bit planes, as the Bitshuffle filter does) and compressed
+    /// as one LZ4 block: fast mode's general path for values with few significant bits
+    /// spread over whole words (flags, counts, weights).
+    BitshuffledLz4,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 11] = [
+    pub const ALL: [Coder; 12] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -65,6 +70,7 @@ impl Coder {
         Coder::ShuffledZstd,
         Coder::FloatFields,
         Coder::Banded,
+        Coder::BitshuffledLz4,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -81,6 +87,7 @@ impl Coder {
             Coder::ShuffledZstd => 9,
             Coder::FloatFields => 10,
             Coder::Banded => 11,
+            Coder::BitshuffledLz4 => 12,
         }
     }
 
@@ -103,6 +110,7 @@ impl Coder {
             Coder::ShuffledZstd => "shuffled-zstd",
             Coder::FloatFields => "float-fields",
             Coder::Banded => "banded-ans",
+            Coder::BitshuffledLz4 => "bitshuffled-lz4",
         }
     }
 
@@ -120,6 +128,7 @@ impl Coder {
             Coder::ShuffledZstd => shuffled::encode(values, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::encode(values, dims, out),
             Coder::Banded => banded::encode(values, dims, out),
+            Coder::BitshuffledLz4 => bitshuffled::encode(values, out),
         }
     }
 
@@ -143,6 +152,7 @@ impl Coder {
             Coder::ShuffledZstd => shuffled::decode(input, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::decode(input, dims, out),
             Coder::Banded => banded::decode(input, dims, out),
+            Coder::BitshuffledLz4 => bitshuffled::decode(input, out),
         }
     }
 
@@ -156,6 +166,7 @@ impl Coder {
             Coder::Patched => patched::estimate_bits(values),
             Coder::ShuffledLz4 => shuffled::encoded_bits(values, shuffled::Backend::Lz4),
             Coder::ShuffledZstd => shuffled::encoded_bits(values, shuffled::Backend::Zstd),
+            Coder::BitshuffledLz4 => bitshuffled::encoded_bits(values),
             Coder::ContextAns | Coder::ContextHuffman | Coder::Banded => {
                 context::estimate_bits(values, dims)
             }
@@ -184,6 +195,7 @@ impl Coder {
             Coder::ShuffledLz4 | Coder::ShuffledZstd => shuffled::min_encoded_len(),
             Coder::FloatFields => float_fields::min_encoded_len(),
             Coder::Banded => banded::min_encoded_len(),
+            Coder::BitshuffledLz4 => bitshuffled::min_encoded_len(bytes),
         }
     }
 }

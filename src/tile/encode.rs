@@ -12,7 +12,7 @@ use crate::word::Word;
 use super::header::{Coding, TILE_HEADER_LEN};
 use super::repeats::repeated_words;
 use super::residuals::{residuals, residuals_into};
-use super::search::{choose, sample_share, Candidates};
+use super::search::{choose, sample_share, Candidates, SPARSE_BITS_PER_WORD};
 
 /// Appends the payload of `tile` of chunk `src` to `out`: coded with the only candidate
 /// when there is one, else with the candidate estimated smallest on a sample of the
@@ -45,10 +45,24 @@ pub fn encode_tile_into<T: Word>(
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
             let sample = sample_share(g, GENERIC_SAMPLE);
-            let on_repeats = candidates.generic_on_repeats;
-            try_generic(
-                coding, generic, on_repeats, chosen, dims, sample, start, out,
-            );
+            let sparse = (8 * (out.len() - start) as u64)
+                < chosen.len() as u64 * SPARSE_BITS_PER_WORD
+                && candidates.sparse;
+            let trial = GenericTrial {
+                coders: if sparse {
+                    &[generic, Coder::BitshuffledLz4][..]
+                } else {
+                    &[generic][..]
+                },
+                words: sparse.then_some(TileWords {
+                    src,
+                    g,
+                    tile,
+                    spatial,
+                }),
+                on_repeats: candidates.generic_on_repeats,
+            };
+            trial.run(coding, chosen, dims, sample, start, out);
         }
         if candidates.try_alternatives {
             // The patched estimate is exact.
@@ -166,41 +180,144 @@ const GENERIC_GAIN_64THS: u64 = 56;
 /// full when that is asked for ([`Candidates::generic_on_repeats`]).
 const REPEATS_SHARE: usize = 32;
 
-/// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) with the
-/// general-purpose coder `generic` when that is smaller: tried in full only when a sample
-/// of `sample` residuals from the middle of the tile codes clearly smaller than its share
-/// of the payload, or (`on_repeats`) when the tile holds long repeats anywhere, which a
-/// sample from its middle may miss; so tiles it does not help cost one small trial.
-#[allow(clippy::too_many_arguments)]
-fn try_generic<T: Word>(
-    coding: Coding,
-    generic: Coder,
+/// A tile's words as they are, for the general-purpose coders.
+struct TileWords<'a> {
+    src: &'a [u8],
+    g: &'a Geometry,
+    tile: &'a Tile,
+    spatial: Spatial,
+}
+
+impl TileWords<'_> {
+    /// The words' own bits: no predictor, XOR map, no spatial head.
+    fn coding(coder: Coder) -> Coding {
+        Coding {
+            predictor: Predictor::Zero,
+            map: ResidualMap::Xor,
+            coder,
+            spatial_head: false,
+        }
+    }
+
+    /// All the tile's words, in its value order.
+    fn all<T: Word>(&self) -> Vec<T> {
+        let cols = self.tile.col0..self.tile.col1;
+        let coding = Self::coding(Coder::Patched);
+        residuals::<T>(self.src, self.g, self.tile, coding, self.spatial, cols)
+    }
+
+    /// About `take` words from the middle of the tile (at least one row): whole rows of
+    /// its middle plane, or whole planes when a plane holds fewer.
+    fn middle<T: Word>(&self, take: usize) -> Vec<T> {
+        let tile = self.tile;
+        let rows = tile.row1 - tile.row0;
+        let planes = tile.plane1 - tile.plane0;
+        let plane_words = self.g.tile_plane_words(tile).max(1);
+        let part = if plane_words >= take {
+            let width = (plane_words / rows.max(1)).max(1);
+            let k = take.div_ceil(width).clamp(1, rows);
+            let plane = tile.plane0 + planes / 2;
+            let row = tile.row0 + (rows - k) / 2;
+            Tile {
+                plane0: plane,
+                plane1: plane + 1,
+                row0: row,
+                row1: row + k,
+                ..*tile
+            }
+        } else {
+            let k = take.div_ceil(plane_words).clamp(1, planes);
+            let plane = tile.plane0 + (planes - k) / 2;
+            Tile {
+                plane0: plane,
+                plane1: plane + k,
+                ..*tile
+            }
+        };
+        let cols = tile.col0..tile.col1;
+        let coding = Self::coding(Coder::Patched);
+        residuals::<T>(self.src, self.g, &part, coding, self.spatial, cols)
+    }
+}
+
+/// What a tile's payload is recoded with when a general-purpose coder does better.
+struct GenericTrial<'a> {
+    /// The coders to try (each estimated on a sample).
+    coders: &'a [Coder],
+    /// The tile's words as they are, tried beside its residuals (data that prediction
+    /// only spreads, such as flags, is smaller unpredicted).
+    words: Option<TileWords<'a>>,
+    /// Try the coder in full when the tile's residuals hold long repeats anywhere (see
+    /// [`Candidates::generic_on_repeats`]).
     on_repeats: bool,
-    residuals: &[T],
-    dims: Dims,
-    sample: usize,
-    start: usize,
-    out: &mut Vec<u8>,
-) {
-    let n = residuals.len();
-    if n == 0 {
-        return;
+}
+
+impl GenericTrial<'_> {
+    /// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) when
+    /// that is smaller. Each coder is tried on `sample` residuals from the middle of the
+    /// tile and on as many of its words, when given; the sample coded smallest for its
+    /// length is tried in full only when it codes clearly smaller than its share of the
+    /// payload, or on repeats, which a sample from the middle may miss; so tiles it does
+    /// not help cost one small trial per coder.
+    fn run<T: Word>(
+        self,
+        coding: Coding,
+        residuals: &[T],
+        dims: Dims,
+        sample: usize,
+        start: usize,
+        out: &mut Vec<u8>,
+    ) {
+        let n = residuals.len();
+        if n == 0 {
+            return;
+        }
+        let current = (out.len() - start) as u64;
+        let take = n.min(sample);
+        let at = (n - take) / 2;
+        let predicted = &residuals[at..at + take];
+        let unpredicted = self.words.as_ref().map(|w| w.middle::<T>(take));
+        // (bits, sample length, coder, whether on the words as they are): the fewest
+        // bits per word.
+        let mut best: Option<(u64, usize, Coder, bool)> = None;
+        for &coder in self.coders {
+            let samples = [(predicted, false)]
+                .into_iter()
+                .chain(unpredicted.as_deref().map(|u| (u, true)));
+            for (values, raw) in samples {
+                let bits = coder.estimate_bits(values, dims);
+                let len = values.len().max(1);
+                let fewer = |(b, l, _, _): (u64, usize, Coder, bool)| {
+                    u128::from(bits) * (l as u128) < u128::from(b) * (len as u128)
+                };
+                if best.is_none_or(fewer) {
+                    best = Some((bits, len, coder, raw));
+                }
+            }
+        }
+        let Some((sample_bits, len, generic, raw)) = best else {
+            return;
+        };
+        let share_bits = 8 * current * len as u64 / n as u64;
+        let sample_gains = sample_bits * 64 < share_bits * GENERIC_GAIN_64THS;
+        let repeats = || self.on_repeats && repeated_words(residuals) * REPEATS_SHARE >= n;
+        if !sample_gains && !repeats() {
+            return;
+        }
+        match self.words.filter(|_| raw) {
+            Some(words) => {
+                let all = words.all::<T>();
+                keep_if_smaller(TileWords::coding(generic), &all, dims, start, out);
+            }
+            None => {
+                let coding = Coding {
+                    coder: generic,
+                    ..coding
+                };
+                keep_if_smaller(coding, residuals, dims, start, out);
+            }
+        }
     }
-    let current = (out.len() - start) as u64;
-    let take = n.min(sample);
-    let at = (n - take) / 2;
-    let sample_bits = generic.estimate_bits(&residuals[at..at + take], dims);
-    let share_bits = 8 * current * take as u64 / n as u64;
-    let sample_gains = sample_bits * 64 < share_bits * GENERIC_GAIN_64THS;
-    let repeats = || on_repeats && repeated_words(residuals) * REPEATS_SHARE >= n;
-    if !sample_gains && !repeats() {
-        return;
-    }
-    let coding = Coding {
-        coder: generic,
-        ..coding
-    };
-    keep_if_smaller(coding, residuals, dims, start, out);
 }
 
 /// Room for the payload of `words` words whatever the coder: an incompressible tile
