@@ -180,7 +180,11 @@ impl Params {
             } else {
                 Coder::ShuffledLz4
             }),
-            sparse: !archive && self.coder.is_none() && self.predictor.is_none(),
+            sparse: (self.coder.is_none() && self.predictor.is_none()).then_some(if archive {
+                Coder::BitshuffledZstd
+            } else {
+                Coder::BitshuffledLz4
+            }),
             generic_on_repeats: archive,
             float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),

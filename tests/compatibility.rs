@@ -186,7 +186,7 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=12u8 {
+    for coder in 1..=13u8 {
         assert!(
             tile_codings().any(|c| c.split('/').next().unwrap().ends_with(&format!(".{coder}"))),
             "coder {coder}"
@@ -797,6 +797,14 @@ fn cases() -> Vec<Case> {
     p.element = ElementKind::Integer;
     out.push(Case {
         name: "v2_u16_counts_coder12_fast".into(),
+        data: counts.clone(),
+        params: p,
+    });
+    // Coder 13 (bit-shuffled Zstandard) requested on the counts.
+    let mut p = with_coding(params(2, &[16, 512], Mode::Archive), 1, 3, 13);
+    p.element = ElementKind::Integer;
+    out.push(Case {
+        name: "v2_u16_counts_coder13_archive".into(),
         data: counts,
         params: p,
     });

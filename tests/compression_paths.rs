@@ -611,7 +611,8 @@ fn noise_that_no_predictor_helps_is_coded_by_its_float_fields() {
 }
 
 /// Flags of (time, baseline, channel) and the matching float32 weights (8.0, or 0.0 where
-/// flagged): a band of channels flagged throughout and about one sample in 64 at random.
+/// flagged): a band of channels and one baseline in 16 flagged throughout, and about one
+/// sample in 64 at random.
 fn flags_and_weights(shape: [usize; 3]) -> (Vec<u8>, Vec<u8>) {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let flags: Vec<u8> = (0..shape.iter().product::<usize>())
@@ -619,8 +620,9 @@ fn flags_and_weights(shape: [usize; 3]) -> (Vec<u8>, Vec<u8>) {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            let channel = i % shape[2];
-            u8::from((40..46).contains(&channel) || state.is_multiple_of(64))
+            let (baseline, channel) = (i / shape[2] % shape[1], i % shape[2]);
+            let flagged = (40..46).contains(&channel) || baseline % 16 == 3;
+            u8::from(flagged || state.is_multiple_of(64))
         })
         .collect();
     let weights = flags
@@ -666,6 +668,13 @@ fn sparse_flags_and_weights_are_bit_shuffled_in_fast_mode() {
         assert_eq!((packed[at], packed[at + 1]), (13, 1 << 4 | 12));
         at += *size as usize;
     }
+    // Archive mode: coder 13 for the flags of one time step of many baselines.
+    let one_step = [1, 351, 1024];
+    let (flags, _) = flags_and_weights(one_step);
+    let mut archive = params(1, &one_step, Mode::Archive);
+    archive.element = ElementKind::Integer;
+    let (_, _, coders) = recorded(&round_trip(&flags, &archive));
+    assert!(coders.contains(&Coder::BitshuffledZstd.id()), "{coders:?}");
     // A requested predictor keeps the predicted coding.
     p.predictor = Some(karoo::Predictor::Lagrange(1));
     let (_, _, coders) = recorded(&round_trip(&weights, &p));

@@ -164,7 +164,7 @@ def test_time_axis_and_explicit_lag(tmp_path):
 @pytest.mark.parametrize(
     "opts, message",
     [
-        ((1, 13 << 16), "karoo: unknown residual coder 13 in cd_values[1] (0 to 12)"),
+        ((1, 14 << 16), "karoo: unknown residual coder 14 in cd_values[1] (0 to 13)"),
         ((5,), "karoo: unknown mode 5 in cd_values[0]"),
         ((0, 42), "karoo: unknown predictor 42 in cd_values[1]"),
         ((0, 0, 10**9), "karoo: 1000000000 threads in cd_values[2]; at most 1024 allowed"),

@@ -42,6 +42,7 @@ CODERS = {
     "float-fields": 10,
     "banded-ans": 11,
     "bitshuffled-lz4": 12,
+    "bitshuffled-zstd": 13,
 }
 
 MAX_THREADS = 1024

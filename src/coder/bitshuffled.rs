@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use super::shuffled::{check_single_zstd_frame, Backend, ESTIMATE_LEVEL, ZSTD_LEVEL};
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -55,10 +56,9 @@ fn byte_streams<T: Word>(values: &[T], m: usize) -> Vec<u8> {
 /// at `k m`).
 fn stream_to_planes(stream: &[u8], planes: &mut [u8]) {
     let m = stream.len() / 8;
-    let [p0, p1, p2, p3, p4, p5, p6, p7] = split8(planes, m);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE2 is part of the x86_64 baseline, so every x86_64 CPU has it.
-    let done = unsafe { sixteen_at_a_time(stream, [&mut *p0, p1, p2, p3, p4, p5, p6, p7]) };
+    let done = unsafe { sixteen_at_a_time(stream, split8(planes, m)) };
     #[cfg(not(target_arch = "x86_64"))]
     let done = 0;
     let [p0, p1, p2, p3, p4, p5, p6, p7] = split8(planes, m);
@@ -222,18 +222,28 @@ fn present_planes<T: Word>(values: &[T]) -> (Vec<u8>, u64) {
     (planes, present)
 }
 
+/// The stored planes compressed by `backend` (Zstandard at `level`).
+fn compressed(planes: &[u8], backend: Backend, level: i32) -> Vec<u8> {
+    match backend {
+        Backend::Lz4 => lz4_flex::block::compress(planes),
+        Backend::Zstd => zstd::bulk::compress(planes, level)
+            .expect("zstd compresses any input into a growable buffer"),
+    }
+}
+
 /// Appends the coding of `values` to `out`: the mask of the planes present (`T::BYTES`
-/// bytes, little-endian), then, when any is, one LZ4 block of them.
-pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
+/// bytes, little-endian), then, when any is, one LZ4 block (coder 12) or Zstandard frame
+/// (coder 13) of them.
+pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
     let (planes, present) = present_planes(values);
     out.extend_from_slice(&present.to_le_bytes()[..T::BYTES]);
     if present != 0 {
-        out.extend_from_slice(&lz4_flex::block::compress(&planes));
+        out.extend_from_slice(&compressed(&planes, backend, ZSTD_LEVEL));
     }
 }
 
 /// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
-pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
+pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
     let (mask, block) = input
         .split_at_checked(T::BYTES)
         .ok_or(StreamError::Truncated(
@@ -253,24 +263,32 @@ pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
     }
     let len = present.count_ones() as usize * groups(out.len());
     let mut planes = vec![0u8; len];
-    let got =
-        lz4_flex::block::decompress_into(block, &mut planes).map_err(|e| StreamError::Backend {
-            what: "LZ4 block",
-            message: Cow::Owned(e.to_string()),
-        })?;
+    let refused = |what, e: &dyn std::fmt::Display| StreamError::Backend {
+        what,
+        message: Cow::Owned(e.to_string()),
+    };
+    let got = match backend {
+        Backend::Lz4 => lz4_flex::block::decompress_into(block, &mut planes)
+            .map_err(|e| refused("LZ4 block", &e))?,
+        Backend::Zstd => {
+            check_single_zstd_frame(block)?;
+            zstd::bulk::decompress_to_buffer(block, &mut planes[..])
+                .map_err(|e| refused("zstd frame", &e))?
+        }
+    };
     if got != len {
         return Err(StreamError::DecodedLength { got, expected: len });
     }
     unshuffle(&planes, present, out)
 }
 
-/// The coded size of `values` in bits (exact).
-pub fn encoded_bits<T: Word>(values: &[T]) -> u64 {
+/// The coded size of `values` in bits (exact for LZ4; for Zstandard, at a fast level).
+pub fn encoded_bits<T: Word>(values: &[T], backend: Backend) -> u64 {
     let (planes, present) = present_planes(values);
     let block = if present == 0 {
         0
     } else {
-        lz4_flex::block::compress(&planes).len()
+        compressed(&planes, backend, ESTIMATE_LEVEL).len()
     };
     8 * (T::BYTES + block) as u64
 }
@@ -336,14 +354,14 @@ mod tests {
             let v8: Vec<u8> = v64.iter().map(|&v| v as u8).collect();
             fn check<T: Word>(values: &[T]) {
                 let mut out = Vec::new();
-                encode(values, &mut out);
-                assert_eq!(8 * out.len() as u64, encoded_bits(values));
+                encode(values, Backend::Lz4, &mut out);
+                assert_eq!(8 * out.len() as u64, encoded_bits(values, Backend::Lz4));
                 let mut back = vec![T::ONES; values.len()];
-                decode(&out, &mut back).unwrap();
+                decode(&out, Backend::Lz4, &mut back).unwrap();
                 assert_eq!(back, values);
                 if !values.is_empty() {
                     let mut more = vec![T::ONES; values.len() + 8];
-                    assert!(decode(&out, &mut more).is_err());
+                    assert!(decode(&out, Backend::Lz4, &mut more).is_err());
                 }
             }
             check(&v64);
@@ -363,7 +381,7 @@ mod tests {
         input.extend_from_slice(&lz4_flex::block::compress(&planes));
         let mut out = [0u8; 9];
         assert_eq!(
-            decode(&input, &mut out),
+            decode(&input, Backend::Lz4, &mut out),
             Err(StreamError::Invalid(
                 "bit-shuffled padding values are not zero"
             ))
@@ -371,7 +389,7 @@ mod tests {
         planes[1] = 0b1;
         let mut input = vec![1u8];
         input.extend_from_slice(&lz4_flex::block::compress(&planes));
-        decode(&input, &mut out).unwrap();
+        decode(&input, Backend::Lz4, &mut out).unwrap();
         assert_eq!(out, [1u8; 9]);
     }
 
@@ -382,26 +400,26 @@ mod tests {
             .map(|i| if i % 3 == 0 { 0x0201 } else { 0 })
             .collect();
         let mut out = Vec::new();
-        encode(&values, &mut out);
+        encode(&values, Backend::Lz4, &mut out);
         assert_eq!(&out[..2], &[0b1, 0b10]);
         let (planes, present) = present_planes(&values);
         assert_eq!((planes.len(), present), (2 * 8, 0x0201));
         // No plane: the mask alone, and decoders refuse anything after it.
         let mut zeros = Vec::new();
-        encode(&[0u32; 100], &mut zeros);
+        encode(&[0u32; 100], Backend::Lz4, &mut zeros);
         assert_eq!(zeros, vec![0; 4]);
         let mut back = [7u32; 100];
-        decode(&zeros, &mut back).unwrap();
+        decode(&zeros, Backend::Lz4, &mut back).unwrap();
         assert_eq!(back, [0; 100]);
         zeros.push(0);
         assert_eq!(
-            decode(&zeros, &mut back),
+            decode(&zeros, Backend::Lz4, &mut back),
             Err(StreamError::Invalid(
                 "bit-shuffled coding of no plane has bytes after its mask"
             ))
         );
         assert_eq!(
-            decode(&[0u8; 3], &mut back),
+            decode(&[0u8; 3], Backend::Lz4, &mut back),
             Err(StreamError::Truncated(
                 "bit-shuffled coding shorter than its plane mask"
             ))
@@ -421,7 +439,7 @@ mod tests {
             })
             .collect();
         let mut out = Vec::new();
-        encode(&flags, &mut out);
+        encode(&flags, Backend::Lz4, &mut out);
         let mut bytes = Vec::new();
         super::super::shuffled::encode(&flags, super::super::shuffled::Backend::Lz4, &mut bytes);
         assert!(

@@ -54,11 +54,14 @@ pub enum Coder {
     /// as one LZ4 block: fast mode's general path for values with few significant bits
     /// spread over whole words (flags, counts, weights).
     BitshuffledLz4,
+    /// Coder 12's bit planes compressed as one Zstandard frame: archive mode's general
+    /// path for sparse tiles.
+    BitshuffledZstd,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 12] = [
+    pub const ALL: [Coder; 13] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -71,6 +74,7 @@ impl Coder {
         Coder::FloatFields,
         Coder::Banded,
         Coder::BitshuffledLz4,
+        Coder::BitshuffledZstd,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -88,6 +92,7 @@ impl Coder {
             Coder::FloatFields => 10,
             Coder::Banded => 11,
             Coder::BitshuffledLz4 => 12,
+            Coder::BitshuffledZstd => 13,
         }
     }
 
@@ -111,6 +116,7 @@ impl Coder {
             Coder::FloatFields => "float-fields",
             Coder::Banded => "banded-ans",
             Coder::BitshuffledLz4 => "bitshuffled-lz4",
+            Coder::BitshuffledZstd => "bitshuffled-zstd",
         }
     }
 
@@ -128,7 +134,8 @@ impl Coder {
             Coder::ShuffledZstd => shuffled::encode(values, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::encode(values, dims, out),
             Coder::Banded => banded::encode(values, dims, out),
-            Coder::BitshuffledLz4 => bitshuffled::encode(values, out),
+            Coder::BitshuffledLz4 => bitshuffled::encode(values, shuffled::Backend::Lz4, out),
+            Coder::BitshuffledZstd => bitshuffled::encode(values, shuffled::Backend::Zstd, out),
         }
     }
 
@@ -152,7 +159,8 @@ impl Coder {
             Coder::ShuffledZstd => shuffled::decode(input, shuffled::Backend::Zstd, out),
             Coder::FloatFields => float_fields::decode(input, dims, out),
             Coder::Banded => banded::decode(input, dims, out),
-            Coder::BitshuffledLz4 => bitshuffled::decode(input, out),
+            Coder::BitshuffledLz4 => bitshuffled::decode(input, shuffled::Backend::Lz4, out),
+            Coder::BitshuffledZstd => bitshuffled::decode(input, shuffled::Backend::Zstd, out),
         }
     }
 
@@ -166,7 +174,8 @@ impl Coder {
             Coder::Patched => patched::estimate_bits(values),
             Coder::ShuffledLz4 => shuffled::encoded_bits(values, shuffled::Backend::Lz4),
             Coder::ShuffledZstd => shuffled::encoded_bits(values, shuffled::Backend::Zstd),
-            Coder::BitshuffledLz4 => bitshuffled::encoded_bits(values),
+            Coder::BitshuffledLz4 => bitshuffled::encoded_bits(values, shuffled::Backend::Lz4),
+            Coder::BitshuffledZstd => bitshuffled::encoded_bits(values, shuffled::Backend::Zstd),
             Coder::ContextAns | Coder::ContextHuffman | Coder::Banded => {
                 context::estimate_bits(values, dims)
             }
@@ -195,7 +204,7 @@ impl Coder {
             Coder::ShuffledLz4 | Coder::ShuffledZstd => shuffled::min_encoded_len(),
             Coder::FloatFields => float_fields::min_encoded_len(),
             Coder::Banded => banded::min_encoded_len(),
-            Coder::BitshuffledLz4 => bitshuffled::min_encoded_len(bytes),
+            Coder::BitshuffledLz4 | Coder::BitshuffledZstd => bitshuffled::min_encoded_len(bytes),
         }
     }
 }

@@ -58,7 +58,7 @@ fn unshuffle<T: Word>(bytes: &[u8], out: &mut [T]) {
 }
 
 /// Zstandard level of the estimates that decide whether to try the coding in full.
-const ESTIMATE_LEVEL: i32 = 3;
+pub(super) const ESTIMATE_LEVEL: i32 = 3;
 
 /// Appends the shuffled coding of `values` to `out`.
 pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
@@ -102,7 +102,7 @@ pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<
 }
 
 /// Refuses input with bytes after its zstd frame: a coding is exactly one frame.
-fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
+pub(super) fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
     match zstd::zstd_safe::find_frame_compressed_size(input) {
         Ok(size) if size == input.len() => Ok(()),
         Ok(size) => Err(StreamError::TrailingFrameBytes {

@@ -45,16 +45,19 @@ pub fn encode_tile_into<T: Word>(
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
             let sample = sample_share(g, GENERIC_SAMPLE);
-            let sparse = (8 * (out.len() - start) as u64)
-                < chosen.len() as u64 * SPARSE_BITS_PER_WORD
-                && candidates.sparse;
+            let sparse = candidates.sparse.filter(|_| {
+                8 * ((out.len() - start) as u64) < chosen.len() as u64 * SPARSE_BITS_PER_WORD
+            });
+            let both;
             let trial = GenericTrial {
-                coders: if sparse {
-                    &[generic, Coder::BitshuffledLz4][..]
-                } else {
-                    &[generic][..]
+                coders: match sparse {
+                    Some(bitshuffled) => {
+                        both = [generic, bitshuffled];
+                        &both[..]
+                    }
+                    None => std::slice::from_ref(&generic),
                 },
-                words: sparse.then_some(TileWords {
+                words: sparse.map(|_| TileWords {
                     src,
                     g,
                     tile,

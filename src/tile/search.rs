@@ -13,7 +13,7 @@ use super::header::Coding;
 use super::residuals::residuals_into;
 
 /// Bits per word under which a tile's chosen coding is sparse enough for
-/// [`Candidates::sparse`] to try bit-shuffled LZ4: denser residuals leave no bit plane
+/// [`Candidates::sparse`] to try its bit-shuffled coder: denser residuals leave no bit plane
 /// empty, and their bit planes code no smaller than the chosen coder's bits.
 pub const SPARSE_BITS_PER_WORD: u64 = 4;
 
@@ -40,11 +40,12 @@ pub struct Candidates {
     /// beats the chosen coder clearly (no coder requested: shuffled LZ4 in fast mode,
     /// shuffled Zstandard in archive mode).
     pub generic: Option<Coder>,
-    /// Also try bit-shuffled LZ4, on the chosen residuals and on the tile's words as they
-    /// are, when the chosen coding takes under [`SPARSE_BITS_PER_WORD`] (fast mode with
-    /// no coder or predictor requested: flags, weights and counts, which prediction only
-    /// spreads and Bitshuffle codes well).
-    pub sparse: bool,
+    /// The bit-shuffled coder also tried, on the chosen residuals and on the tile's words
+    /// as they are, when the chosen coding takes under [`SPARSE_BITS_PER_WORD`] (no coder
+    /// or predictor requested: bit-shuffled LZ4 in fast mode, bit-shuffled Zstandard in
+    /// archive mode; for flags, weights and counts, which prediction only spreads and
+    /// Bitshuffle codes well).
+    pub sparse: Option<Coder>,
     /// Also try the general-purpose coder in full on a tile whose residuals repeat
     /// earlier blocks of the tile (archive mode: Zstandard's window spans a tile).
     pub generic_on_repeats: bool,
