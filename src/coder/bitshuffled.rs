@@ -9,9 +9,7 @@
 //! bit plane `j = 8 b + k` (bit `k` of byte `b`) takes `m` bytes, byte `g` holding bit
 //! `j` of values `8 g .. 8 g + 8`, value `8 g + i` in bit `i`.
 
-use std::borrow::Cow;
-
-use super::shuffled::{check_single_zstd_frame, Backend, ESTIMATE_LEVEL, ZSTD_LEVEL};
+use super::shuffled::{compress_bytes, decompress_bytes, Backend, ESTIMATE_LEVEL, ZSTD_LEVEL};
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -222,15 +220,6 @@ fn present_planes<T: Word>(values: &[T]) -> (Vec<u8>, u64) {
     (planes, present)
 }
 
-/// The stored planes compressed by `backend` (Zstandard at `level`).
-fn compressed(planes: &[u8], backend: Backend, level: i32) -> Vec<u8> {
-    match backend {
-        Backend::Lz4 => lz4_flex::block::compress(planes),
-        Backend::Zstd => zstd::bulk::compress(planes, level)
-            .expect("zstd compresses any input into a growable buffer"),
-    }
-}
-
 /// Appends the coding of `values` to `out`: the mask of the planes present (`T::BYTES`
 /// bytes, little-endian), then, when any is, one LZ4 block (coder 12) or Zstandard frame
 /// (coder 13) of them.
@@ -238,7 +227,7 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
     let (planes, present) = present_planes(values);
     out.extend_from_slice(&present.to_le_bytes()[..T::BYTES]);
     if present != 0 {
-        out.extend_from_slice(&compressed(&planes, backend, ZSTD_LEVEL));
+        out.extend_from_slice(&compress_bytes(&planes, backend, ZSTD_LEVEL));
     }
 }
 
@@ -261,24 +250,8 @@ pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<
         out.fill(T::from_u64(0));
         return Ok(());
     }
-    let len = present.count_ones() as usize * groups(out.len());
-    let mut planes = vec![0u8; len];
-    let refused = |what, e: &dyn std::fmt::Display| StreamError::Backend {
-        what,
-        message: Cow::Owned(e.to_string()),
-    };
-    let got = match backend {
-        Backend::Lz4 => lz4_flex::block::decompress_into(block, &mut planes)
-            .map_err(|e| refused("LZ4 block", &e))?,
-        Backend::Zstd => {
-            check_single_zstd_frame(block)?;
-            zstd::bulk::decompress_to_buffer(block, &mut planes[..])
-                .map_err(|e| refused("zstd frame", &e))?
-        }
-    };
-    if got != len {
-        return Err(StreamError::DecodedLength { got, expected: len });
-    }
+    let mut planes = vec![0u8; present.count_ones() as usize * groups(out.len())];
+    decompress_bytes(block, backend, &mut planes)?;
     unshuffle(&planes, present, out)
 }
 
@@ -288,7 +261,7 @@ pub fn encoded_bits<T: Word>(values: &[T], backend: Backend) -> u64 {
     let block = if present == 0 {
         0
     } else {
-        compressed(&planes, backend, ESTIMATE_LEVEL).len()
+        compress_bytes(&planes, backend, ESTIMATE_LEVEL).len()
     };
     8 * (T::BYTES + block) as u64
 }

@@ -66,43 +66,57 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
 }
 
 fn encode_at<T: Word>(values: &[T], backend: Backend, level: i32, out: &mut Vec<u8>) {
-    let bytes = shuffle(values);
+    out.extend_from_slice(&compress_bytes(&shuffle(values), backend, level));
+}
+
+/// `bytes` as one LZ4 block or one Zstandard frame (at `level`) with its content size.
+pub(super) fn compress_bytes(bytes: &[u8], backend: Backend, level: i32) -> Vec<u8> {
     match backend {
-        Backend::Lz4 => out.extend_from_slice(&lz4_flex::block::compress(&bytes)),
-        Backend::Zstd => {
-            let frame = zstd::bulk::compress(&bytes, level)
-                .expect("zstd compresses any input into a growable buffer");
-            out.extend_from_slice(&frame);
-        }
+        Backend::Lz4 => lz4_flex::block::compress(bytes),
+        Backend::Zstd => zstd::bulk::compress(bytes, level)
+            .expect("zstd compresses any input into a growable buffer"),
     }
 }
 
-/// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
-pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
-    let len = out.len() * T::BYTES;
-    let mut bytes = vec![0u8; len];
+/// Decompresses `input`, which must be exactly one LZ4 block or Zstandard frame of
+/// exactly `out.len()` bytes, into `out`.
+pub(super) fn decompress_bytes(
+    input: &[u8],
+    backend: Backend,
+    out: &mut [u8],
+) -> Result<(), StreamError> {
     let refused = |what, e: &dyn std::fmt::Display| StreamError::Backend {
         what,
         message: Cow::Owned(e.to_string()),
     };
     let got = match backend {
-        Backend::Lz4 => lz4_flex::block::decompress_into(input, &mut bytes)
-            .map_err(|e| refused("LZ4 block", &e))?,
+        Backend::Lz4 => {
+            lz4_flex::block::decompress_into(input, out).map_err(|e| refused("LZ4 block", &e))?
+        }
         Backend::Zstd => {
             check_single_zstd_frame(input)?;
-            zstd::bulk::decompress_to_buffer(input, &mut bytes[..])
-                .map_err(|e| refused("zstd frame", &e))?
+            zstd::bulk::decompress_to_buffer(input, out).map_err(|e| refused("zstd frame", &e))?
         }
     };
-    if got != len {
-        return Err(StreamError::DecodedLength { got, expected: len });
+    if got != out.len() {
+        return Err(StreamError::DecodedLength {
+            got,
+            expected: out.len(),
+        });
     }
+    Ok(())
+}
+
+/// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
+pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
+    let mut bytes = vec![0u8; out.len() * T::BYTES];
+    decompress_bytes(input, backend, &mut bytes)?;
     unshuffle(&bytes, out);
     Ok(())
 }
 
 /// Refuses input with bytes after its zstd frame: a coding is exactly one frame.
-pub(super) fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
+fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
     match zstd::zstd_safe::find_frame_compressed_size(input) {
         Ok(size) if size == input.len() => Ok(()),
         Ok(size) => Err(StreamError::TrailingFrameBytes {
