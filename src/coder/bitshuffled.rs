@@ -108,8 +108,18 @@ fn sixteen_at_a_time(stream: &[u8], planes: [&mut [u8]; 8]) -> usize {
     2 * pieces
 }
 
-/// Inverse of [`stream_to_planes`], from the eight planes `p` (`m` bytes each).
+/// Inverse of [`stream_to_planes`], from the eight planes `p` (`m` bytes each), in a
+/// loop compiled for the CPU's vectors.
 fn planes_to_stream(p: [&[u8]; 8], stream: &mut [u8]) {
+    crate::isa::vectorised(
+        #[inline(always)]
+        || planes_to_stream_with(p, stream),
+    );
+}
+
+/// [`planes_to_stream`] as plain Rust.
+#[inline(always)]
+fn planes_to_stream_with(p: [&[u8]; 8], stream: &mut [u8]) {
     let m = stream.len() / 8;
     let [p0, p1, p2, p3, p4, p5, p6, p7] = p.map(|plane| &plane[..m]);
     for (g, group) in stream.chunks_exact_mut(8).enumerate() {
