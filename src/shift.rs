@@ -39,10 +39,18 @@ fn or_words<const N: usize>(bytes: &[u8]) -> u64 {
 
 /// The words of `data` with the `z` low bits below their top bit dropped.
 pub fn shift_down(data: &[u8], word_size: usize, z: u32) -> Vec<u8> {
+    let below_top = below_top_bit(word_size);
+    let f = |x: u64| (x & !below_top) | ((x & below_top) >> z);
     let mut out = vec![0u8; data.len()];
-    map_words(data, &mut out, word_size, |x, below_top| {
-        (x & !below_top) | ((x & below_top) >> z)
-    });
+    crate::isa::vectorised(
+        #[inline(always)]
+        || match word_size {
+            4 => map_n::<4>(data, &mut out, f),
+            8 => map_n::<8>(data, &mut out, f),
+            2 => map_n::<2>(data, &mut out, f),
+            _ => map_n::<1>(data, &mut out, f),
+        },
+    );
     out
 }
 
@@ -62,22 +70,7 @@ pub fn shift_up(bytes: &mut [u8], word_size: usize, z: u32) {
     );
 }
 
-/// Each `word_size`-byte word of `from`, mapped by `f` (given the word and the mask of
-/// its bits below the top bit), into `to` (as long).
-fn map_words(from: &[u8], to: &mut [u8], word_size: usize, f: impl Fn(u64, u64) -> u64) {
-    let below_top = below_top_bit(word_size);
-    crate::isa::vectorised(
-        #[inline(always)]
-        || match word_size {
-            4 => map_n::<4>(from, to, |x| f(x, below_top)),
-            8 => map_n::<8>(from, to, |x| f(x, below_top)),
-            2 => map_n::<2>(from, to, |x| f(x, below_top)),
-            _ => map_n::<1>(from, to, |x| f(x, below_top)),
-        },
-    );
-}
-
-/// [`map_words`] for words of `N` bytes.
+/// Each `N`-byte word of `from` mapped by `f` into `to` (as long).
 #[inline(always)]
 fn map_n<const N: usize>(from: &[u8], to: &mut [u8], f: impl Fn(u64) -> u64) {
     for (x, y) in from.chunks_exact(N).zip(to.chunks_exact_mut(N)) {

@@ -9,7 +9,10 @@
 //! bit plane `j = 8 b + k` (bit `k` of byte `b`) takes `m` bytes, byte `g` holding bit
 //! `j` of values `8 g .. 8 g + 8`, value `8 g + i` in bit `i`.
 
-use super::shuffled::{compress_bytes, decompress_bytes, Backend, ESTIMATE_LEVEL, ZSTD_LEVEL};
+use super::shuffled::{
+    byte_streams, compress_bytes, decompress_bytes, from_byte_streams, Backend, ESTIMATE_LEVEL,
+    ZSTD_LEVEL,
+};
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -28,26 +31,6 @@ fn transpose8(mut x: u64) -> u64 {
 /// Groups of eight values in a coding of `n` values.
 fn groups(n: usize) -> usize {
     n.div_ceil(8)
-}
-
-/// The bytes of `values` as `T::BYTES` streams of `8 m` bytes each (byte `b` of value
-/// `i` at `b * 8 m + i`), the padding values zero.
-fn byte_streams<T: Word>(values: &[T], m: usize) -> Vec<u8> {
-    let len = 8 * m;
-    let mut streams = vec![0u8; T::BYTES * len];
-    if T::BYTES == 1 {
-        for (s, v) in streams.iter_mut().zip(values) {
-            *s = v.to_u64() as u8;
-        }
-        return streams;
-    }
-    for (i, v) in values.iter().enumerate() {
-        let x = v.to_u64();
-        for b in 0..T::BYTES {
-            streams[b * len + i] = (x >> (8 * b)) as u8;
-        }
-    }
-    streams
 }
 
 /// The eight bit planes of `stream` (`8 m` bytes) into `planes` (`8 m` bytes: plane `k`
@@ -144,7 +127,7 @@ fn split8(planes: &mut [u8], m: usize) -> [&mut [u8]; 8] {
 /// The bit planes of `values` (see the module documentation).
 fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
     let m = groups(values.len());
-    let streams = byte_streams(values, m);
+    let streams = byte_streams(values, 8 * m);
     let mut planes = vec![0u8; streams.len()];
     if m > 0 {
         for (stream, out) in streams
@@ -186,19 +169,7 @@ fn unshuffle<T: Word>(planes: &[u8], present: u64, out: &mut [T]) -> Result<(), 
             ));
         }
     }
-    if T::BYTES == 1 {
-        for (v, &s) in out.iter_mut().zip(&streams) {
-            *v = T::from_u64(u64::from(s));
-        }
-        return Ok(());
-    }
-    for (i, v) in out.iter_mut().enumerate() {
-        let mut x = 0u64;
-        for b in 0..T::BYTES {
-            x |= u64::from(streams[b * len + i]) << (8 * b);
-        }
-        *v = T::from_u64(x);
-    }
+    from_byte_streams(&streams, len, out);
     Ok(())
 }
 

@@ -33,13 +33,19 @@ pub const ZSTD_LEVEL: i32 = 12;
 
 /// The bytes of `values` shuffled: byte `b` of value `i` at `b * n + i`.
 fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
-    let n = values.len();
-    let mut out = vec![0u8; n * T::BYTES];
+    byte_streams(values, values.len())
+}
+
+/// The bytes of `values` as `T::BYTES` streams of `stride` bytes (at least
+/// `values.len()`): byte `b` of value `i` at `b * stride + i`, the rest zero.
+pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
+    debug_assert!(stride >= values.len());
+    let mut out = vec![0u8; stride * T::BYTES];
     let mut word = [0u8; 8];
     for (i, v) in values.iter().enumerate() {
         v.store(&mut word);
         for (b, &byte) in word[..T::BYTES].iter().enumerate() {
-            out[b * n + i] = byte;
+            out[b * stride + i] = byte;
         }
     }
     out
@@ -47,11 +53,15 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 
 /// Inverse of [`shuffle`] into `out` (`bytes.len() == out.len() * T::BYTES`).
 fn unshuffle<T: Word>(bytes: &[u8], out: &mut [T]) {
-    let n = out.len();
+    from_byte_streams(bytes, out.len(), out);
+}
+
+/// Inverse of [`byte_streams`] into `out`: the values of streams of `stride` bytes.
+pub(super) fn from_byte_streams<T: Word>(bytes: &[u8], stride: usize, out: &mut [T]) {
     let mut word = [0u8; 8];
     for (i, v) in out.iter_mut().enumerate() {
         for (b, byte) in word[..T::BYTES].iter_mut().enumerate() {
-            *byte = bytes[b * n + i];
+            *byte = bytes[b * stride + i];
         }
         *v = T::load(&word);
     }

@@ -5,8 +5,6 @@ use crate::buffers;
 use crate::coder::Coder;
 use crate::fast::patched;
 use crate::layout::{Dims, Geometry, Spatial, Tile};
-use crate::predict::residual::ResidualMap;
-use crate::predict::Predictor;
 use crate::word::Word;
 
 use super::header::{Coding, TILE_HEADER_LEN};
@@ -44,27 +42,21 @@ pub fn encode_tile_into<T: Word>(
         };
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
-            let sample = sample_share(g, GENERIC_SAMPLE);
             let sparse = candidates.sparse.filter(|_| {
                 8 * ((out.len() - start) as u64) < chosen.len() as u64 * SPARSE_BITS_PER_WORD
             });
-            let both;
             let trial = GenericTrial {
-                coders: match sparse {
-                    Some(bitshuffled) => {
-                        both = [generic, bitshuffled];
-                        &both[..]
-                    }
-                    None => std::slice::from_ref(&generic),
-                },
-                words: sparse.map(|_| TileWords {
+                generic,
+                sparse,
+                words: TileWords {
                     src,
                     g,
                     tile,
                     spatial,
-                }),
+                },
                 on_repeats: candidates.generic_on_repeats,
             };
+            let sample = sample_share(g, GENERIC_SAMPLE);
             trial.run(coding, chosen, dims, sample, start, out);
         }
         if candidates.try_alternatives {
@@ -83,18 +75,11 @@ pub fn encode_tile_into<T: Word>(
     if !candidates.try_alternatives {
         return;
     }
-    // The tile's words as they are, for the coders of raw words.
-    let raw = |coder| Coding {
-        predictor: Predictor::Zero,
-        map: ResidualMap::Xor,
-        coder,
-        spatial_head: false,
-    };
     // Huffman value coding: the words themselves as dictionary symbols, when there
     // are few. Most tiles have thousands of distinct words: a few columns tell, before
     // the whole tile is copied.
     let probe = tile.col0..(tile.col0 + 16).min(tile.col1);
-    let dictionary = raw(Coder::Dictionary);
+    let dictionary = Coding::raw(Coder::Dictionary);
     let mut words = None;
     if dictionary::distinct(&residuals::<T>(src, g, tile, dictionary, spatial, probe)).is_some() {
         let all = words.insert(residuals::<T>(
@@ -119,7 +104,7 @@ pub fn encode_tile_into<T: Word>(
         let current = (out.len() - start) as u64;
         if choice.bits / 8 < current + current / FLOAT_FIELDS_CONTEXT_GAIN {
             let banded = candidates.banded && banded::pays(words.len(), dims);
-            let coding = raw(if banded {
+            let coding = Coding::raw(if banded {
                 Coder::Banded
             } else {
                 Coder::FloatFields
@@ -192,20 +177,10 @@ struct TileWords<'a> {
 }
 
 impl TileWords<'_> {
-    /// The words' own bits: no predictor, XOR map, no spatial head.
-    fn coding(coder: Coder) -> Coding {
-        Coding {
-            predictor: Predictor::Zero,
-            map: ResidualMap::Xor,
-            coder,
-            spatial_head: false,
-        }
-    }
-
     /// All the tile's words, in its value order.
     fn all<T: Word>(&self) -> Vec<T> {
         let cols = self.tile.col0..self.tile.col1;
-        let coding = Self::coding(Coder::Patched);
+        let coding = Coding::raw(Coder::Patched);
         residuals::<T>(self.src, self.g, self.tile, coding, self.spatial, cols)
     }
 
@@ -238,18 +213,21 @@ impl TileWords<'_> {
             }
         };
         let cols = tile.col0..tile.col1;
-        let coding = Self::coding(Coder::Patched);
+        let coding = Coding::raw(Coder::Patched);
         residuals::<T>(self.src, self.g, &part, coding, self.spatial, cols)
     }
 }
 
 /// What a tile's payload is recoded with when a general-purpose coder does better.
 struct GenericTrial<'a> {
-    /// The coders to try (each estimated on a sample).
-    coders: &'a [Coder],
-    /// The tile's words as they are, tried beside its residuals (data that prediction
-    /// only spreads, such as flags, is smaller unpredicted).
-    words: Option<TileWords<'a>>,
+    /// The general-purpose coder, tried on the residuals.
+    generic: Coder,
+    /// The bit-shuffled coder of a sparse tile, tried beside `generic`, both also on the
+    /// tile's `words` (data that prediction only spreads, such as flags, is smaller
+    /// unpredicted).
+    sparse: Option<Coder>,
+    /// The tile's words as they are.
+    words: TileWords<'a>,
     /// Try the coder in full when the tile's residuals hold long repeats anywhere (see
     /// [`Candidates::generic_on_repeats`]).
     on_repeats: bool,
@@ -258,7 +236,7 @@ struct GenericTrial<'a> {
 impl GenericTrial<'_> {
     /// Recodes the tile payload `out[start..]` (the chosen `coding` of `residuals`) when
     /// that is smaller. Each coder is tried on `sample` residuals from the middle of the
-    /// tile and on as many of its words, when given; the sample coded smallest for its
+    /// tile and, for a sparse tile, on as many of its words; the sample coded smallest for its
     /// length is tried in full only when it codes clearly smaller than its share of the
     /// payload, or on repeats, which a sample from the middle may miss; so tiles it does
     /// not help cost one small trial per coder.
@@ -279,11 +257,11 @@ impl GenericTrial<'_> {
         let take = n.min(sample);
         let at = (n - take) / 2;
         let predicted = &residuals[at..at + take];
-        let unpredicted = self.words.as_ref().map(|w| w.middle::<T>(take));
+        let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
         // (bits, sample length, coder, whether on the words as they are): the fewest
         // bits per word.
         let mut best: Option<(u64, usize, Coder, bool)> = None;
-        for &coder in self.coders {
+        for coder in std::iter::once(self.generic).chain(self.sparse) {
             let samples = [(predicted, false)]
                 .into_iter()
                 .chain(unpredicted.as_deref().map(|u| (u, true)));
@@ -307,18 +285,15 @@ impl GenericTrial<'_> {
         if !sample_gains && !repeats() {
             return;
         }
-        match self.words.filter(|_| raw) {
-            Some(words) => {
-                let all = words.all::<T>();
-                keep_if_smaller(TileWords::coding(generic), &all, dims, start, out);
-            }
-            None => {
-                let coding = Coding {
-                    coder: generic,
-                    ..coding
-                };
-                keep_if_smaller(coding, residuals, dims, start, out);
-            }
+        if raw {
+            let all = self.words.all::<T>();
+            keep_if_smaller(Coding::raw(generic), &all, dims, start, out);
+        } else {
+            let coding = Coding {
+                coder: generic,
+                ..coding
+            };
+            keep_if_smaller(coding, residuals, dims, start, out);
         }
     }
 }

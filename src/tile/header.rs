@@ -26,6 +26,17 @@ pub struct Coding {
 }
 
 impl Coding {
+    /// The coding of a tile's words as they are, with `coder`: no predictor, the XOR map
+    /// (a word's own bits), no spatial head.
+    pub(super) fn raw(coder: Coder) -> Coding {
+        Coding {
+            predictor: Predictor::Zero,
+            map: ResidualMap::Xor,
+            coder,
+            spatial_head: false,
+        }
+    }
+
     /// (Lorenzo's spatial term applies to predicted rows, rows without a time
     /// prediction are predicted spatially) for a chunk whose innermost axis is `spatial`:
     /// the one place encoder and decoder learn both.
