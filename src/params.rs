@@ -185,6 +185,7 @@ impl Params {
             } else {
                 Coder::BitshuffledLz4
             }),
+            few_planes: archive && self.coder.is_none() && self.predictor.is_none(),
             generic_on_repeats: archive,
             float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),

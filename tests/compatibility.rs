@@ -186,7 +186,7 @@ fn golden_chunks_cover_every_coding_path() {
             .iter()
             .flat_map(|l| l.rsplit("tiles=").next().unwrap().split(','))
     };
-    for coder in 1..=13u8 {
+    for coder in 1..=14u8 {
         assert!(
             tile_codings().any(|c| c.split('/').next().unwrap().ends_with(&format!(".{coder}"))),
             "coder {coder}"
@@ -786,6 +786,14 @@ fn cases() -> Vec<Case> {
     p.element = ElementKind::Integer;
     out.push(Case {
         name: "v2_u8_flags_bitshuffled_fast".into(),
+        data: flags.clone(),
+        params: p,
+    });
+    // Coder 14 (context-modelled bit planes), chosen by archive mode for the flags.
+    let mut p = params(1, &[64, 1024], Mode::Archive);
+    p.element = ElementKind::Integer;
+    out.push(Case {
+        name: "v2_u8_flags_context_bitplanes_archive".into(),
         data: flags,
         params: p,
     });
@@ -805,6 +813,14 @@ fn cases() -> Vec<Case> {
     p.element = ElementKind::Integer;
     out.push(Case {
         name: "v2_u16_counts_coder13_archive".into(),
+        data: counts.clone(),
+        params: p,
+    });
+    // Coder 14 requested on the counts' residuals: several planes, each after the others.
+    let mut p = with_coding(params(2, &[16, 512], Mode::Archive), 1, 3, 14);
+    p.element = ElementKind::Integer;
+    out.push(Case {
+        name: "v2_u16_counts_coder14_archive".into(),
         data: counts,
         params: p,
     });

@@ -633,7 +633,7 @@ fn flags_and_weights(shape: [usize; 3]) -> (Vec<u8>, Vec<u8>) {
 }
 
 #[test]
-fn sparse_flags_and_weights_are_bit_shuffled_in_fast_mode() {
+fn sparse_flags_and_weights_take_the_bit_plane_coders() {
     let shape = [16, 64, 256];
     let (flags, weights) = flags_and_weights(shape);
     let mut p = params(1, &shape, Mode::Fast);
@@ -668,13 +668,27 @@ fn sparse_flags_and_weights_are_bit_shuffled_in_fast_mode() {
         assert_eq!((packed[at], packed[at + 1]), (13, 1 << 4 | 12));
         at += *size as usize;
     }
-    // Archive mode: coder 13 for the flags of one time step of many baselines.
+    // Archive mode: coder 14 for the flags of one time step of many baselines, every
+    // tile, on the words as they are, well below coder 13's bit-shuffled Zstandard.
     let one_step = [1, 351, 1024];
     let (flags, _) = flags_and_weights(one_step);
     let mut archive = params(1, &one_step, Mode::Archive);
     archive.element = ElementKind::Integer;
-    let (_, _, coders) = recorded(&round_trip(&flags, &archive));
-    assert!(coders.contains(&Coder::BitshuffledZstd.id()), "{coders:?}");
+    let modelled = round_trip(&flags, &archive);
+    let (_, _, coders) = recorded(&modelled);
+    assert!(
+        coders.iter().all(|&c| c == Coder::ContextBitplanes.id()),
+        "{coders:?}"
+    );
+    archive.predictor = Some(karoo::Predictor::Zero);
+    archive.coder = Some(Coder::BitshuffledZstd);
+    let zstd = round_trip(&flags, &archive);
+    assert!(
+        modelled.len() * 6 < zstd.len() * 5,
+        "{} vs {}",
+        modelled.len(),
+        zstd.len()
+    );
     // A requested predictor keeps the predicted coding.
     p.predictor = Some(karoo::Predictor::Lagrange(1));
     let (_, _, coders) = recorded(&round_trip(&weights, &p));

@@ -164,7 +164,7 @@ def test_time_axis_and_explicit_lag(tmp_path):
 @pytest.mark.parametrize(
     "opts, message",
     [
-        ((1, 14 << 16), "karoo: unknown residual coder 14 in cd_values[1] (0 to 13)"),
+        ((1, 15 << 16), "karoo: unknown residual coder 15 in cd_values[1] (0 to 14)"),
         ((5,), "karoo: unknown mode 5 in cd_values[0]"),
         ((0, 42), "karoo: unknown predictor 42 in cd_values[1]"),
         ((0, 0, 10**9), "karoo: 1000000000 threads in cd_values[2]; at most 1024 allowed"),

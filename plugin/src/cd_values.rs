@@ -339,8 +339,8 @@ mod tests {
             "unknown residual map 4 in cd_values[1] (0 to 3)"
         );
         assert_eq!(
-            UserOptions::parse(&[0, 14 << 16]).unwrap_err(),
-            "unknown residual coder 14 in cd_values[1] (0 to 13)"
+            UserOptions::parse(&[0, 15 << 16]).unwrap_err(),
+            "unknown residual coder 15 in cd_values[1] (0 to 14)"
         );
         assert_eq!(
             UserOptions::parse(&[0, 1 << 24]).unwrap_err(),

@@ -69,8 +69,8 @@ class Karoo(h5py.filters.FilterRefBase):
     :param residual_map: ``"auto"``, ``"xor"``, ``"rotate-subtract"`` or ``"subtract"``.
     :param coder: ``"auto"``, ``"patched"``, ``"rice"``, ``"lzbytes"``, ``"bitplane"``,
         ``"ctx-ans"``, ``"ctx-huffman"``, ``"dictionary"``, ``"shuffled-lz4"``,
-        ``"shuffled-zstd"``, ``"float-fields"``, ``"banded-ans"``, ``"bitshuffled-lz4"`` or
-        ``"bitshuffled-zstd"``.
+        ``"shuffled-zstd"``, ``"float-fields"``, ``"banded-ans"``, ``"bitshuffled-lz4"``,
+        ``"bitshuffled-zstd"`` or ``"ctx-bitplanes"``.
     :param threads: worker threads per chunk, 0 for all cores (never changes the bytes).
     :param time_axis: the dataset axis along which successive samples of a series lie.
     :param lag: elements between successive samples of one series along the flattened

@@ -43,6 +43,7 @@ CODERS = {
     "banded-ans": 11,
     "bitshuffled-lz4": 12,
     "bitshuffled-zstd": 13,
+    "ctx-bitplanes": 14,
 }
 
 MAX_THREADS = 1024

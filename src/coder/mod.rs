@@ -5,7 +5,9 @@ pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use crate::archive::{banded, context, context_ans, context_huffman, dictionary, float_fields};
+use crate::archive::{
+    banded, context, context_ans, context_bitplanes, context_huffman, dictionary, float_fields,
+};
 use crate::fast::{bitplane, leading_zero_bytes, patched, rice};
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
@@ -57,11 +59,15 @@ pub enum Coder {
     /// Coder 12's bit planes compressed as one Zstandard frame: archive mode's general
     /// path for sparse tiles.
     BitshuffledZstd,
+    /// Archive mode for sparse tiles: the bit planes with a set bit coded bit by bit with
+    /// binary rANS under adaptive probabilities, one model per context of neighbouring
+    /// bits.
+    ContextBitplanes,
 }
 
 impl Coder {
     /// Every coder, in id order.
-    pub const ALL: [Coder; 13] = [
+    pub const ALL: [Coder; 14] = [
         Coder::LeadingZeroBytes,
         Coder::Bitplane,
         Coder::Rice,
@@ -75,6 +81,7 @@ impl Coder {
         Coder::Banded,
         Coder::BitshuffledLz4,
         Coder::BitshuffledZstd,
+        Coder::ContextBitplanes,
     ];
 
     /// The coder's id in cd_values and tile headers (never 0, which means "default").
@@ -93,6 +100,7 @@ impl Coder {
             Coder::Banded => 11,
             Coder::BitshuffledLz4 => 12,
             Coder::BitshuffledZstd => 13,
+            Coder::ContextBitplanes => 14,
         }
     }
 
@@ -117,6 +125,7 @@ impl Coder {
             Coder::Banded => "banded-ans",
             Coder::BitshuffledLz4 => "bitshuffled-lz4",
             Coder::BitshuffledZstd => "bitshuffled-zstd",
+            Coder::ContextBitplanes => "ctx-bitplanes",
         }
     }
 
@@ -136,6 +145,7 @@ impl Coder {
             Coder::Banded => banded::encode(values, dims, out),
             Coder::BitshuffledLz4 => bitshuffled::encode(values, shuffled::Backend::Lz4, out),
             Coder::BitshuffledZstd => bitshuffled::encode(values, shuffled::Backend::Zstd, out),
+            Coder::ContextBitplanes => context_bitplanes::encode(values, dims, out),
         }
     }
 
@@ -161,6 +171,7 @@ impl Coder {
             Coder::Banded => banded::decode(input, dims, out),
             Coder::BitshuffledLz4 => bitshuffled::decode(input, shuffled::Backend::Lz4, out),
             Coder::BitshuffledZstd => bitshuffled::decode(input, shuffled::Backend::Zstd, out),
+            Coder::ContextBitplanes => context_bitplanes::decode(input, dims, out),
         }
     }
 
@@ -176,6 +187,7 @@ impl Coder {
             Coder::ShuffledZstd => shuffled::encoded_bits(values, shuffled::Backend::Zstd),
             Coder::BitshuffledLz4 => bitshuffled::encoded_bits(values, shuffled::Backend::Lz4),
             Coder::BitshuffledZstd => bitshuffled::encoded_bits(values, shuffled::Backend::Zstd),
+            Coder::ContextBitplanes => context_bitplanes::encoded_bits(values, dims),
             Coder::ContextAns | Coder::ContextHuffman | Coder::Banded => {
                 context::estimate_bits(values, dims)
             }
@@ -205,6 +217,7 @@ impl Coder {
             Coder::FloatFields => float_fields::min_encoded_len(),
             Coder::Banded => banded::min_encoded_len(),
             Coder::BitshuffledLz4 | Coder::BitshuffledZstd => bitshuffled::min_encoded_len(bytes),
+            Coder::ContextBitplanes => context_bitplanes::min_encoded_len(bytes),
         }
     }
 }

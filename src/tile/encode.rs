@@ -10,7 +10,7 @@ use crate::word::Word;
 use super::header::{Coding, TILE_HEADER_LEN};
 use super::repeats::repeated_words;
 use super::residuals::{residuals, residuals_into};
-use super::search::{choose, sample_share, Candidates, SPARSE_BITS_PER_WORD};
+use super::search::{choose, sample_share, Candidates, FEW_PLANES, SPARSE_BITS_PER_WORD};
 
 /// Appends the payload of `tile` of chunk `src` to `out`: coded with the only candidate
 /// when there is one, else with the candidate estimated smallest on a sample of the
@@ -42,12 +42,13 @@ pub fn encode_tile_into<T: Word>(
         };
         encode_with(coding, chosen, dims, out);
         if let Some(generic) = candidates.generic {
-            let sparse = candidates.sparse.filter(|_| {
-                8 * ((out.len() - start) as u64) < chosen.len() as u64 * SPARSE_BITS_PER_WORD
-            });
+            let sparse_tile =
+                8 * ((out.len() - start) as u64) < chosen.len() as u64 * SPARSE_BITS_PER_WORD;
+            let sparse = candidates.sparse.filter(|_| sparse_tile);
             let trial = GenericTrial {
                 generic,
                 sparse,
+                few_planes: candidates.few_planes && sparse_tile,
                 words: TileWords {
                     src,
                     g,
@@ -226,6 +227,9 @@ struct GenericTrial<'a> {
     /// tile's `words` (data that prediction only spreads, such as flags, is smaller
     /// unpredicted).
     sparse: Option<Coder>,
+    /// Also try [`Coder::ContextBitplanes`] on all the tile's `words` when they have few
+    /// bit planes with a set bit.
+    few_planes: bool,
     /// The tile's words as they are.
     words: TileWords<'a>,
     /// Try the coder in full when the tile's residuals hold long repeats anywhere (see
@@ -253,18 +257,58 @@ impl GenericTrial<'_> {
         if n == 0 {
             return;
         }
-        let current = (out.len() - start) as u64;
         let take = n.min(sample);
+        let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
+        self.sampled(
+            coding,
+            residuals,
+            unpredicted.as_deref(),
+            dims,
+            take,
+            start,
+            out,
+        );
+        // The context-modelled bit planes learn as they go, so a sample would understate
+        // them: they are tried on the whole tile, only on words of few bit planes.
+        let sample_has_few = || {
+            unpredicted
+                .as_deref()
+                .is_none_or(|u| set_planes(u) <= FEW_PLANES)
+        };
+        if self.few_planes && sample_has_few() {
+            let all = self.words.all::<T>();
+            if set_planes(&all) <= FEW_PLANES {
+                keep_if_smaller(Coding::raw(Coder::ContextBitplanes), &all, dims, start, out);
+            }
+        }
+    }
+
+    /// The trial on samples of `take` words: recodes the tile payload `out[start..]` (the
+    /// chosen `coding` of `residuals`) with the coder whose sample, of the residuals or
+    /// of the `unpredicted` words, codes in the fewest bits per word, when that sample
+    /// gains enough (or on repeats) and the whole tile codes smaller.
+    #[allow(clippy::too_many_arguments)]
+    fn sampled<T: Word>(
+        &self,
+        coding: Coding,
+        residuals: &[T],
+        unpredicted: Option<&[T]>,
+        dims: Dims,
+        take: usize,
+        start: usize,
+        out: &mut Vec<u8>,
+    ) {
+        let n = residuals.len();
+        let current = (out.len() - start) as u64;
         let at = (n - take) / 2;
         let predicted = &residuals[at..at + take];
-        let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
         // (bits, sample length, coder, whether on the words as they are): the fewest
         // bits per word.
         let mut best: Option<(u64, usize, Coder, bool)> = None;
         for coder in std::iter::once(self.generic).chain(self.sparse) {
             let samples = [(predicted, false)]
                 .into_iter()
-                .chain(unpredicted.as_deref().map(|u| (u, true)));
+                .chain(unpredicted.map(|u| (u, true)));
             for (values, raw) in samples {
                 let bits = coder.estimate_bits(values, dims);
                 let len = values.len().max(1);
@@ -296,6 +340,11 @@ impl GenericTrial<'_> {
             keep_if_smaller(coding, residuals, dims, start, out);
         }
     }
+}
+
+/// How many bit planes of `words` hold a set bit.
+fn set_planes<T: Word>(words: &[T]) -> u32 {
+    words.iter().fold(0u64, |m, w| m | w.to_u64()).count_ones()
 }
 
 /// Room for the payload of `words` words whatever the coder: an incompressible tile

@@ -17,6 +17,10 @@ use super::residuals::residuals_into;
 /// empty, and their bit planes code no smaller than the chosen coder's bits.
 pub const SPARSE_BITS_PER_WORD: u64 = 4;
 
+/// Most bit planes with a set bit of a sparse tile's words for
+/// [`Candidates::few_planes`] (each plane costs a pass of binary coding).
+pub const FEW_PLANES: u32 = 4;
+
 /// The codings a tile may use: every combination of the lists, all with `coder`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidates {
@@ -46,6 +50,11 @@ pub struct Candidates {
     /// archive mode; for flags, weights and counts, which prediction only spreads and
     /// Bitshuffle codes well).
     pub sparse: Option<Coder>,
+    /// Also try, on such a sparse tile, [`Coder::ContextBitplanes`] on the whole tile's
+    /// words as they are when at most [`FEW_PLANES`] of their bit planes hold a set bit
+    /// (archive mode with no coder or predictor requested: flags take one plane,
+    /// weights of one value two).
+    pub few_planes: bool,
     /// Also try the general-purpose coder in full on a tile whose residuals repeat
     /// earlier blocks of the tile (archive mode: Zstandard's window spans a tile).
     pub generic_on_repeats: bool,
