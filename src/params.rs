@@ -143,10 +143,16 @@ impl Params {
     /// row when the chunk has an innermost element axis (`spatial_axis`).
     pub(crate) fn candidates(&self, spatial_axis: bool) -> Candidates {
         let archive = self.mode == Mode::Archive;
-        let auto = if archive {
-            archive_predictors()
-        } else {
-            AUTO_PREDICTORS.to_vec()
+        let auto = match (archive, self.element) {
+            (true, _) => archive_predictors(),
+            // Integer samples of noise (raw correlator output) are smaller unpredicted:
+            // a prediction adds the noise of the samples it is made from.
+            (false, ElementKind::Integer) => {
+                let mut list = AUTO_PREDICTORS.to_vec();
+                list.push(Predictor::Zero);
+                list
+            }
+            (false, _) => AUTO_PREDICTORS.to_vec(),
         };
         let predictors = self.predictor.map_or(auto, |p| vec![p]);
         let heads = if archive && spatial_axis {

@@ -694,3 +694,44 @@ fn sparse_flags_and_weights_take_the_bit_plane_coders() {
     let (_, _, coders) = recorded(&round_trip(&weights, &p));
     assert!(!coders.contains(&Coder::BitshuffledLz4.id()), "{coders:?}");
 }
+
+#[test]
+fn integer_noise_is_coded_unpredicted_in_fast_mode() {
+    // Correlator-like int32 samples of Gaussian noise (standard deviation 300, from the
+    // sum of 12 uniforms): a prediction only adds the noise of the samples it is made of.
+    let shape = [8, 64, 256];
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let data: Vec<u8> = (0..shape.iter().product::<usize>())
+        .flat_map(|_| {
+            let normal: f64 = (0..12).map(|_| uniform()).sum::<f64>() - 6.0;
+            ((normal * 300.0).round() as i32).to_le_bytes()
+        })
+        .collect();
+    let mut p = params(4, &shape, Mode::Fast);
+    p.element = ElementKind::Integer;
+    let auto = round_trip(&data, &p);
+    let (_, _, coders) = recorded(&auto);
+    let (h, mut at) = header(&auto);
+    for size in &h.tile_sizes {
+        assert_eq!(auto[at], 13, "predictor none in every tile");
+        at += *size as usize;
+    }
+    assert!(
+        coders.iter().all(|&c| c == Coder::Patched.id()),
+        "{coders:?}"
+    );
+    p.predictor = Some(karoo::Predictor::Lagrange(1));
+    let previous = round_trip(&data, &p);
+    assert!(
+        auto.len() * 100 < previous.len() * 98,
+        "{} vs {}",
+        auto.len(),
+        previous.len()
+    );
+}
