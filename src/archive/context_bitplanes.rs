@@ -85,22 +85,54 @@ impl Neighbourhood {
         }
     }
 
-    /// The context of value `i` of a plane whose earlier bits are `bits[..i]` (one byte
-    /// per value, 0 or 1), `seen` when the value has a set bit in a plane coded before.
+    /// Zero bytes before a plane's bits in its buffer, so that every neighbour before
+    /// the plane's start reads as 0.
+    fn pad(self) -> usize {
+        (self.width + 1).max(self.left).max(2)
+    }
+
+    /// A buffer for one plane's bits of `n` values, after [`Neighbourhood::pad`] zeros.
+    fn plane_buffer(self, n: usize) -> Vec<u8> {
+        vec![0u8; self.pad() + n]
+    }
+
+    /// Codes a plane of `n` values in order: `step(i, context)` codes value `i` in its
+    /// context (the neighbours' bits; the caller adds `64` when the value has a set bit
+    /// in a plane coded before) and returns its bit, which later contexts read from
+    /// `bits` (a [`Neighbourhood::plane_buffer`], zeroed).
     #[inline(always)]
-    fn context(self, bits: &[u8], i: usize, seen: bool) -> usize {
-        let bit = |back: usize| i.checked_sub(back).map_or(0, |k| usize::from(bits[k]));
-        let w = self.width;
-        let up = if i >= w { bit(w) } else { 0 };
-        let up_left = if i > w { bit(w + 1) } else { 0 };
-        let up_right = if i >= w && w >= 2 { bit(w - 1) } else { 0 };
-        bit(1)
-            | bit(2) << 1
-            | bit(self.left) << 2
-            | up << 3
-            | up_left << 4
-            | up_right << 5
-            | usize::from(seen) << 6
+    fn scan_plane<E>(
+        self,
+        bits: &mut [u8],
+        n: usize,
+        mut step: impl FnMut(usize, usize) -> Result<u8, E>,
+    ) -> Result<(), E> {
+        let pad = self.pad();
+        let (w, left) = (self.width, self.left);
+        // A row's first values have no row above (nor, with rows of one value, a
+        // neighbour up and right): the zeros before the plane stand for the neighbours
+        // before it, and the values of the first row leave out the row above.
+        let first_row = if w >= 2 { w.min(n) } else { n };
+        for i in 0..first_row {
+            let at = pad + i;
+            let mut context = usize::from(bits[at - 1]) | usize::from(bits[at - 2]) << 1;
+            context |= usize::from(bits[at - left]) << 2;
+            if i >= w {
+                context |= usize::from(bits[at - w]) << 3 | usize::from(bits[at - w - 1]) << 4;
+            }
+            bits[at] = step(i, context)?;
+        }
+        for i in first_row..n {
+            let at = pad + i;
+            let context = usize::from(bits[at - 1])
+                | usize::from(bits[at - 2]) << 1
+                | usize::from(bits[at - left]) << 2
+                | usize::from(bits[at - w]) << 3
+                | usize::from(bits[at - w - 1]) << 4
+                | usize::from(bits[at - w + 1]) << 5;
+            bits[at] = step(i, context)?;
+        }
+        Ok(())
     }
 }
 
@@ -123,19 +155,19 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     // rANS coder backwards.
     let n = values.len();
     let mut symbols: Vec<u16> = Vec::with_capacity(n * mask.count_ones() as usize);
-    let mut bits = vec![0u8; n];
+    let mut bits = near.plane_buffer(n);
     for j in planes(mask) {
-        for (b, v) in bits.iter_mut().zip(values) {
-            *b = (v.to_u64() >> j & 1) as u8;
-        }
         let lower = (1u64 << j) - 1;
         let mut model = [Counter::START; CONTEXTS];
-        for (i, v) in values.iter().enumerate() {
-            let c = near.context(&bits, i, v.to_u64() & lower != 0);
-            let bit = bits[i] == 1;
+        let coded = near.scan_plane(&mut bits, n, |i, neighbours| {
+            let word = values[i].to_u64();
+            let c = neighbours | usize::from(word & lower != 0) << 6;
+            let bit = word >> j & 1 == 1;
             symbols.push(model[c].p_one() as u16 | u16::from(bit) << PROB_BITS);
             model[c].update(bit);
-        }
+            Ok::<u8, std::convert::Infallible>(u8::from(bit))
+        });
+        let Ok(()) = coded;
     }
     let mut x = STATE_LOW;
     let mut words: Vec<u16> = Vec::with_capacity(symbols.len() / 8 + 4);
@@ -192,11 +224,13 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         .chunks_exact(2)
         .map(|w| u32::from(u16::from_le_bytes([w[0], w[1]])));
     let near = Neighbourhood::of(dims);
-    let mut bits = vec![0u8; out.len()];
+    let n = out.len();
+    let mut bits = near.plane_buffer(n);
+    let pad = near.pad();
     for j in planes(mask) {
         let mut model = [Counter::START; CONTEXTS];
-        for i in 0..out.len() {
-            let c = near.context(&bits, i, out[i].to_u64() != 0);
+        near.scan_plane(&mut bits, n, |i, neighbours| {
+            let c = neighbours | usize::from(out[i].to_u64() != 0) << 6;
             let p_one = model[c].p_one();
             let slot = x & (ONE - 1);
             let bit = slot >= ONE - p_one;
@@ -208,10 +242,10 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                 ))?;
                 x = x << 16 | word;
             }
-            bits[i] = u8::from(bit);
             model[c].update(bit);
-        }
-        for (o, &b) in out.iter_mut().zip(&bits) {
+            Ok(u8::from(bit))
+        })?;
+        for (o, &b) in out.iter_mut().zip(&bits[pad..]) {
             *o = T::from_u64(o.to_u64() | u64::from(b) << j);
         }
     }

@@ -27,8 +27,15 @@ const KIND_FALLBACK: u8 = 1;
 /// [`MAX_SYMBOLS`] (found early: the scan stops at the first value over the limit).
 pub fn distinct<T: Word>(values: &[T]) -> Option<Vec<u64>> {
     let mut seen = HashSet::with_capacity(MAX_SYMBOLS + 1);
+    // Runs of one word (flags, fill) are looked up once.
+    let mut last = None;
     for v in values {
-        seen.insert(v.to_u64());
+        let v = v.to_u64();
+        if last == Some(v) {
+            continue;
+        }
+        last = Some(v);
+        seen.insert(v);
         if seen.len() > MAX_SYMBOLS {
             return None;
         }
