@@ -7,6 +7,7 @@
 //! flags then cost about their entropy, where a general-purpose compressor pays for the
 //! byte patterns it matches.
 
+use crate::bits::plane_mask;
 use crate::layout::Dims;
 use crate::stream_error::StreamError;
 use crate::word::Word;
@@ -146,7 +147,7 @@ fn planes(mask: u64) -> impl Iterator<Item = u32> {
 /// rANS state and stream of their bits.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
     let mask = values.iter().fold(0u64, |m, v| m | v.to_u64());
-    out.extend_from_slice(&mask.to_le_bytes()[..T::BYTES]);
+    plane_mask::write::<T>(mask, out);
     if mask == 0 {
         return;
     }
@@ -189,14 +190,9 @@ pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
 /// Decodes exactly `out.len()` values, laid out as `dims` says, from `input`, which
 /// must be exactly their coding.
 pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), StreamError> {
-    let (mask_bytes, rest) = input
-        .split_at_checked(T::BYTES)
-        .ok_or(StreamError::Truncated(
-            "context bit planes: coding shorter than its plane mask",
-        ))?;
-    let mut bytes = [0u8; 8];
-    bytes[..T::BYTES].copy_from_slice(mask_bytes);
-    let mask = u64::from_le_bytes(bytes);
+    let (mask, rest) = plane_mask::read::<T>(input).ok_or(StreamError::Truncated(
+        "context bit planes: coding shorter than its plane mask",
+    ))?;
     out.fill(T::from_u64(0));
     if mask == 0 {
         if !rest.is_empty() {

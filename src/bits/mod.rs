@@ -1,4 +1,6 @@
-//! Bit-level I/O shared by the coders: LSB-first bit streams and fixed-width packing.
+//! Bit-level I/O shared by the coders: LSB-first bit streams, fixed-width packing and
+//! the bit-plane coders' plane mask.
 
 pub mod io;
 pub mod pack;
+pub mod plane_mask;

@@ -13,6 +13,7 @@ use super::shuffled::{
     byte_streams, compress_bytes, decompress_bytes, from_byte_streams, Backend, ESTIMATE_LEVEL,
     ZSTD_LEVEL,
 };
+use crate::bits::plane_mask;
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -206,7 +207,7 @@ fn present_planes<T: Word>(values: &[T]) -> (Vec<u8>, u64) {
 /// (coder 13) of them.
 pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
     let (planes, present) = present_planes(values);
-    out.extend_from_slice(&present.to_le_bytes()[..T::BYTES]);
+    plane_mask::write::<T>(present, out);
     if present != 0 {
         out.extend_from_slice(&compress_bytes(&planes, backend, ZSTD_LEVEL));
     }
@@ -214,14 +215,9 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
 
 /// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
 pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
-    let (mask, block) = input
-        .split_at_checked(T::BYTES)
-        .ok_or(StreamError::Truncated(
-            "bit-shuffled coding shorter than its plane mask",
-        ))?;
-    let mut bytes = [0u8; 8];
-    bytes[..T::BYTES].copy_from_slice(mask);
-    let present = u64::from_le_bytes(bytes);
+    let (present, block) = plane_mask::read::<T>(input).ok_or(StreamError::Truncated(
+        "bit-shuffled coding shorter than its plane mask",
+    ))?;
     if present == 0 {
         if !block.is_empty() {
             return Err(StreamError::Invalid(
