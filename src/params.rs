@@ -155,6 +155,8 @@ impl Params {
             (false, _) => AUTO_PREDICTORS.to_vec(),
         };
         let predictors = self.predictor.map_or(auto, |p| vec![p]);
+        // Neither a coder nor a predictor requested: the sparse tiles' trials apply.
+        let unrequested = self.coder.is_none() && self.predictor.is_none();
         let heads = if archive && spatial_axis {
             vec![false, true]
         } else {
@@ -186,12 +188,12 @@ impl Params {
             } else {
                 Coder::ShuffledLz4
             }),
-            sparse: (self.coder.is_none() && self.predictor.is_none()).then_some(if archive {
+            sparse: unrequested.then_some(if archive {
                 Coder::BitshuffledZstd
             } else {
                 Coder::BitshuffledLz4
             }),
-            few_planes: archive && self.coder.is_none() && self.predictor.is_none(),
+            few_planes: archive && unrequested,
             generic_on_repeats: archive,
             float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),

@@ -146,7 +146,7 @@ fn planes(mask: u64) -> impl Iterator<Item = u32> {
 /// planes with a set bit (`T::BYTES` bytes, little-endian), then, when any has, the
 /// rANS state and stream of their bits.
 pub fn encode<T: Word>(values: &[T], dims: Dims, out: &mut Vec<u8>) {
-    let mask = values.iter().fold(0u64, |m, v| m | v.to_u64());
+    let mask = plane_mask::of(values);
     plane_mask::write::<T>(mask, out);
     if mask == 0 {
         return;

@@ -4,6 +4,11 @@
 
 use crate::word::Word;
 
+/// The plane mask of `values`: the bits set in any of them.
+pub fn of<T: Word>(values: &[T]) -> u64 {
+    values.iter().fold(0, |mask, v| mask | v.to_u64())
+}
+
 /// Appends the plane mask `mask` of `T` words to `out`.
 pub fn write<T: Word>(mask: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&mask.to_le_bytes()[..T::BYTES]);
@@ -30,5 +35,6 @@ mod tests {
         out.push(9);
         assert_eq!(read::<u16>(&out), Some((0x0201, &[9u8][..])));
         assert_eq!(read::<u32>(&out), None);
+        assert_eq!(of(&[0x0100u16, 0x0003, 0]), 0x0103);
     }
 }

@@ -1,6 +1,7 @@
 //! Encoding a tile: the residuals of its words, row by row, handed to the coder.
 
 use crate::archive::{banded, dictionary, float_fields};
+use crate::bits::plane_mask;
 use crate::buffers;
 use crate::coder::Coder;
 use crate::fast::patched;
@@ -259,47 +260,44 @@ impl GenericTrial<'_> {
         }
         let take = n.min(sample);
         let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
-        self.sampled(
-            coding,
-            residuals,
-            unpredicted.as_deref(),
-            dims,
-            take,
-            start,
-            out,
-        );
+        let current = (out.len() - start) as u64;
+        // The tile's words as they are, copied at most once for the trials below.
+        let mut all = None;
+        let picked = self.pick(residuals, unpredicted.as_deref(), dims, take, current);
+        if let Some((coder, raw)) = picked {
+            if raw {
+                let all = all.get_or_insert_with(|| self.words.all::<T>());
+                keep_if_smaller(Coding::raw(coder), all, dims, start, out);
+            } else {
+                let coding = Coding { coder, ..coding };
+                keep_if_smaller(coding, residuals, dims, start, out);
+            }
+        }
         // The context-modelled bit planes learn as they go, so a sample would understate
         // them: they are tried on the whole tile, only on words of few bit planes.
-        let sample_has_few = || {
-            unpredicted
-                .as_deref()
-                .is_none_or(|u| set_planes(u) <= FEW_PLANES)
-        };
-        if self.few_planes && sample_has_few() {
-            let all = self.words.all::<T>();
-            if set_planes(&all) <= FEW_PLANES {
-                keep_if_smaller(Coding::raw(Coder::ContextBitplanes), &all, dims, start, out);
+        let few = |words: &[T]| plane_mask::of(words).count_ones() <= FEW_PLANES;
+        if self.few_planes && unpredicted.as_deref().is_none_or(few) {
+            let all = all.get_or_insert_with(|| self.words.all::<T>());
+            if few(all) {
+                keep_if_smaller(Coding::raw(Coder::ContextBitplanes), all, dims, start, out);
             }
         }
     }
 
-    /// The trial on samples of `take` words: recodes the tile payload `out[start..]` (the
-    /// chosen `coding` of `residuals`) with the coder whose sample, of the residuals or
-    /// of the `unpredicted` words, codes in the fewest bits per word, when that sample
-    /// gains enough (or on repeats) and the whole tile codes smaller.
-    #[allow(clippy::too_many_arguments)]
-    fn sampled<T: Word>(
+    /// The coder to try on the whole tile, and whether on its words as they are rather
+    /// than its `residuals`: the one whose sample (`take` residuals from the middle of the
+    /// tile and, when given, the `unpredicted` words) codes in the fewest bits per word, when
+    /// that sample codes clearly smaller than its share of the tile's `current` payload
+    /// bytes, or on repeats.
+    fn pick<T: Word>(
         &self,
-        coding: Coding,
         residuals: &[T],
         unpredicted: Option<&[T]>,
         dims: Dims,
         take: usize,
-        start: usize,
-        out: &mut Vec<u8>,
-    ) {
+        current: u64,
+    ) -> Option<(Coder, bool)> {
         let n = residuals.len();
-        let current = (out.len() - start) as u64;
         let at = (n - take) / 2;
         let predicted = &residuals[at..at + take];
         // (bits, sample length, coder, whether on the words as they are): the fewest
@@ -320,31 +318,12 @@ impl GenericTrial<'_> {
                 }
             }
         }
-        let Some((sample_bits, len, generic, raw)) = best else {
-            return;
-        };
+        let (sample_bits, len, coder, raw) = best?;
         let share_bits = 8 * current * len as u64 / n as u64;
         let sample_gains = sample_bits * 64 < share_bits * GENERIC_GAIN_64THS;
         let repeats = || self.on_repeats && repeated_words(residuals) * REPEATS_SHARE >= n;
-        if !sample_gains && !repeats() {
-            return;
-        }
-        if raw {
-            let all = self.words.all::<T>();
-            keep_if_smaller(Coding::raw(generic), &all, dims, start, out);
-        } else {
-            let coding = Coding {
-                coder: generic,
-                ..coding
-            };
-            keep_if_smaller(coding, residuals, dims, start, out);
-        }
+        (sample_gains || repeats()).then_some((coder, raw))
     }
-}
-
-/// How many bit planes of `words` hold a set bit.
-fn set_planes<T: Word>(words: &[T]) -> u32 {
-    words.iter().fold(0u64, |m, w| m | w.to_u64()).count_ones()
 }
 
 /// Room for the payload of `words` words whatever the coder: an incompressible tile
