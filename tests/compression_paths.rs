@@ -697,21 +697,12 @@ fn sparse_flags_and_weights_take_the_bit_plane_coders() {
 
 #[test]
 fn integer_noise_is_coded_unpredicted_in_fast_mode() {
-    // Correlator-like int32 samples of Gaussian noise (standard deviation 300, from the
-    // sum of 12 uniforms): a prediction only adds the noise of the samples it is made of.
+    // Correlator-like int32 samples of Gaussian noise (standard deviation 300; the
+    // first sample zero): a prediction only adds the noise of the samples it is made of.
     let shape = [8, 64, 256];
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut uniform = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let data: Vec<u8> = (0..shape.iter().product::<usize>())
-        .flat_map(|_| {
-            let normal: f64 = (0..12).map(|_| uniform()).sum::<f64>() - 6.0;
-            ((normal * 300.0).round() as i32).to_le_bytes()
-        })
+    let data: Vec<u8> = gaussian_noise(shape.iter().product(), 300.0, usize::MAX)
+        .into_iter()
+        .flat_map(|x| (x.round() as i32).to_le_bytes())
         .collect();
     let mut p = params(4, &shape, Mode::Fast);
     p.element = ElementKind::Integer;
