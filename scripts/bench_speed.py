@@ -45,10 +45,10 @@ CHUNK_BYTES = 4 << 20
 
 
 def as_words(chunk):
-    """The chunk as an array karoo's Python API codes: complex and {r, i} compounds as
-    their components on a trailing axis."""
-    if chunk.dtype.names:
-        return np.stack([chunk[name] for name in chunk.dtype.names], axis=-1)
+    """The chunk as karoo's Python API codes it: as it is. Complex numbers and {r, i}
+    compounds are elements of two words, as the HDF5 filter's set_local lays them out
+    (stacking a compound's fields on a trailing axis would code them as one series of
+    integers instead)."""
     return chunk
 
 

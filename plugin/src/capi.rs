@@ -228,6 +228,59 @@ pub unsafe extern "C" fn karoo_decoded_len(
     })
 }
 
+/// Validates a chunk's header and tile table and stores its decoded shape in words
+/// (slowest first, as `karoo_describe`'s "shape") in `dims`, its rank in `*rank`, its
+/// word size in bytes in `*word_size` and its decoded size in bytes in `*decoded`. A
+/// chunk of more than `max_rank` dimensions (at most 64) is refused.
+///
+/// # Safety
+/// `data` points at `len` readable bytes, `dims` at `max_rank` writable `u64`s, `rank`,
+/// `word_size` and `decoded` are writable, `err` holds `err_len` bytes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn karoo_decoded_shape(
+    data: *const u8,
+    len: usize,
+    dims: *mut u64,
+    max_rank: usize,
+    rank: *mut usize,
+    word_size: *mut u32,
+    decoded: *mut u64,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if (data.is_null() && len > 0)
+            || (dims.is_null() && max_rank > 0)
+            || rank.is_null()
+            || word_size.is_null()
+            || decoded.is_null()
+        {
+            return Err("null pointer passed to karoo_decoded_shape".into());
+        }
+        // SAFETY: the caller passes `len` readable bytes.
+        let input = unsafe { slice(data, len) };
+        let size = karoo::decoded_len(input, u64::MAX).map_err(|e| e.to_string())?;
+        let (header, _) = Header::parse(input, u64::MAX).map_err(|e| e.to_string())?;
+        let shape = header.decoded_shape();
+        if shape.len() > max_rank {
+            return Err(format!(
+                "the chunk's shape has {} dimensions, more than the {max_rank} asked for",
+                shape.len()
+            ));
+        }
+        // SAFETY: `dims` holds `max_rank >= shape.len()` writable values; the other
+        // pointers are non-null and writable.
+        unsafe {
+            std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, shape.len());
+            *rank = shape.len();
+            *word_size = u32::from(header.word_size);
+            *decoded = size as u64;
+        }
+        Ok(())
+    })
+}
+
 /// Decodes a chunk into `out`, which must be exactly its decoded size, on `threads`
 /// workers (0 all cores), checking the checksums.
 ///

@@ -14,7 +14,7 @@ import json
 import numpy as np
 
 from . import _lib
-from ._options import Options
+from ._options import MAX_THREADS, Options, _count
 
 
 class Chunk(bytes):
@@ -90,8 +90,9 @@ def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="a
     raw = array.reshape(-1).view(np.uint8) if array.size else np.zeros(0, np.uint8)
     data = _lib.compress_raw(raw.ctypes.data, raw.nbytes, word, shape, components, element,
                              mode_id, predictor_id, map_id, coder_id, options.threads,
-                             options.time_axis, options.lag)
-    return _with_dtype(data, array.dtype)
+                             options.time_axis, options.lag, into=Chunk)
+    data.dtype = array.dtype
+    return data
 
 
 def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
@@ -103,8 +104,8 @@ def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
 def chunk_shape(data) -> tuple[tuple[int, ...], int, int]:
     """(shape in words, word size, decoded bytes) of a chunk, its header validated (the
     library reads every header version)."""
-    info = describe(data)
-    return tuple(int(d) for d in info["shape"]), int(info["word_size"]), int(info["decoded_size"])
+    view, address = _address(data)
+    return _lib.decoded_shape(address, view.nbytes)
 
 
 def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple[int, ...]:
@@ -128,7 +129,7 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
     exactly the decoded size; it is filled and returned. The GIL is released while decoding.
     """
     view, address = _address(data)
-    words, _, nbytes = chunk_shape(view)
+    words, _, nbytes = _lib.decoded_shape(address, view.nbytes)
     if out is not None:
         if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("karoo: out must be a writeable C-contiguous numpy array")
@@ -158,4 +159,4 @@ def describe(data) -> dict:
 
 
 def _threads(threads) -> int:
-    return Options.make(threads=threads).threads
+    return _count(threads, "threads", MAX_THREADS)

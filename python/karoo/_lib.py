@@ -18,6 +18,8 @@ LIBRARY_PATH: str = os.path.join(PLUGIN_PATH, _LIB_NAME)
 """Full path of the plugin library."""
 
 _ERR_LEN = 1024
+MAX_RANK = 64
+"""Most dimensions a chunk's shape has (HDF5's 32, plus one for components, fit)."""
 
 
 class KarooError(ValueError):
@@ -60,6 +62,10 @@ def _load() -> ctypes.CDLL:
     lib.karoo_buffer_free.restype = None
     lib.karoo_decoded_len.argtypes = [buf, ctypes.c_size_t, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64), *err]
     lib.karoo_decoded_len.restype = ctypes.c_int
+    lib.karoo_decoded_shape.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+                                         ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint32),
+                                         ctypes.POINTER(ctypes.c_uint64), *err]
+    lib.karoo_decoded_shape.restype = ctypes.c_int
     lib.karoo_decompress_into.argtypes = [buf, ctypes.c_size_t, buf, ctypes.c_size_t, ctypes.c_uint32, *err]
     lib.karoo_decompress_into.restype = ctypes.c_int
     lib.karoo_describe.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(buf), *err]
@@ -83,25 +89,30 @@ def _check(status: int, err: ctypes.Array) -> None:
         raise KarooError(err.value.decode("utf-8", "replace"))
 
 
-def _take_buffer(handle: ctypes.c_void_p) -> bytes:
-    """The bytes of a plugin-owned buffer, which is released."""
+def _take_buffer(handle: ctypes.c_void_p, into=bytes):
+    """The bytes of a plugin-owned buffer as `into` (``bytes`` or a subclass), copied once;
+    the buffer is released."""
     try:
-        return ctypes.string_at(lib.karoo_buffer_data(handle), lib.karoo_buffer_len(handle))
+        size = lib.karoo_buffer_len(handle)
+        if size == 0:
+            return into()
+        return into(memoryview((ctypes.c_char * size).from_address(lib.karoo_buffer_data(handle))))
     finally:
         lib.karoo_buffer_free(handle)
 
 
 def compress_raw(data, nbytes: int, word_size: int, shape, components: int, element_class: int,
                  mode: int, predictor: int, residual_map: int, coder: int, threads: int,
-                 time_axis: int, lag: int) -> bytes:
-    """Compresses `nbytes` bytes at the address `data` (see karoo_compress)."""
+                 time_axis: int, lag: int, into=bytes):
+    """Compresses `nbytes` bytes at the address `data` (see karoo_compress) into a new
+    `into` (``bytes`` or a subclass)."""
     dims = (ctypes.c_uint64 * len(shape))(*shape)
     params = _Params(word_size, components, element_class, mode, predictor, residual_map, coder,
                      threads, time_axis, len(shape), lag, dims)
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_ERR_LEN)
     _check(lib.karoo_compress(data, nbytes, ctypes.byref(params), ctypes.byref(handle), err, _ERR_LEN), err)
-    return _take_buffer(handle)
+    return _take_buffer(handle, into)
 
 
 def decoded_len(data, nbytes: int, limit: int = 2**64 - 1) -> int:
@@ -110,6 +121,16 @@ def decoded_len(data, nbytes: int, limit: int = 2**64 - 1) -> int:
     err = ctypes.create_string_buffer(_ERR_LEN)
     _check(lib.karoo_decoded_len(data, nbytes, limit, ctypes.byref(out), err, _ERR_LEN), err)
     return out.value
+
+
+def decoded_shape(data, nbytes: int) -> tuple[tuple[int, ...], int, int]:
+    """(shape in words, word size, decoded bytes) of a chunk (header and tile table validated)."""
+    dims = (ctypes.c_uint64 * MAX_RANK)()
+    rank, word, size = ctypes.c_size_t(), ctypes.c_uint32(), ctypes.c_uint64()
+    err = ctypes.create_string_buffer(_ERR_LEN)
+    _check(lib.karoo_decoded_shape(data, nbytes, dims, MAX_RANK, ctypes.byref(rank), ctypes.byref(word),
+                                   ctypes.byref(size), err, _ERR_LEN), err)
+    return tuple(dims[: rank.value]), word.value, size.value
 
 
 def decompress_raw(data, nbytes: int, out, out_len: int, threads: int) -> None:

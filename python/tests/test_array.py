@@ -14,6 +14,27 @@ import karoo
 from conftest import same_bits, visibilities
 
 
+@pytest.mark.parametrize("mode", ["fast", "archive"])
+@pytest.mark.parametrize("dtype", ["f4", "c8", "c16", "i2", "<i4,<i4"])
+def test_chunk_shape_is_the_described_shape(mode, dtype):
+    """The header-only shape call that decompress uses agrees with describe's JSON, for
+    stored, planar, narrowed and scaled chunks alike."""
+    from karoo._array import chunk_shape
+
+    data = visibilities((9, 5, 3), "f8" if "," in dtype else dtype)
+    if "," in dtype:
+        pair = np.zeros(data.shape, dtype)
+        pair["f0"], pair["f1"] = (data * 1000).astype("i4"), (data * -300).astype("i4")
+        data = pair
+    elif np.dtype(dtype).kind in "iu":
+        data = (data * 50).astype(dtype)
+    for array in (data, data[:1, :1, :1], np.zeros((4, 0, 3), data.dtype)):
+        chunk = karoo.compress(array, mode=mode)
+        info = karoo.describe(chunk)
+        assert chunk_shape(chunk) == (tuple(info["shape"]), info["word_size"], info["decoded_size"])
+        assert chunk_shape(chunk)[2] == array.nbytes
+
+
 @pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16", "i1", "u2", "i4", "u8", "<i4,<i4"])
 def test_round_trip_every_dtype(dtype):
     data = visibilities((33, 7, 3), "f8" if "," in dtype else dtype)
