@@ -401,6 +401,8 @@ fn compress_scaled(data: &[u8], layout: Layout, planar: Option<&Planar>) -> Opti
         .plan(coded, integer_planar.as_ref(), Some(section))
         .ok()?;
     let chunk = plan.compress(coded);
+    drop(planes);
+    buffers::give(integers);
     // A chunk that did not compress was stored: its bytes are the integers, not the data.
     (chunk[FLAGS_OFFSET] & FLAG_STORED == 0).then_some(chunk)
 }

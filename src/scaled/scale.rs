@@ -467,6 +467,7 @@ const DIVISOR_TOLERANCE: f64 = 1.0 / (1u64 << 20) as f64;
 
 /// Integers of a chunk of float words in groups of `group` words, with each group's
 /// scale (its bits; [`UNSCALED`] for a group kept as it is).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quantised<T> {
     /// The words as integers (two's complement in the word's width), or as they were
@@ -476,18 +477,36 @@ pub struct Quantised<T> {
     pub scales: Vec<u64>,
 }
 
-/// `words` as integers in groups of `group`, if at most `max_unscaled` groups (and not
-/// all) lack a scale. Returns early, having looked at little, when the first groups
-/// have none.
+/// [`quantise_chunk_into`] with the integers as words.
+#[cfg(test)]
 pub fn quantise_chunk<T: Word>(
     words: &[T],
     group: usize,
     max_unscaled: usize,
 ) -> Option<Quantised<T>> {
+    let mut bytes = Vec::new();
+    let scales = quantise_chunk_into(words, group, max_unscaled, &mut bytes)?;
+    Some(Quantised {
+        integers: bytes.chunks_exact(T::BYTES).map(T::load).collect(),
+        scales,
+    })
+}
+
+/// Appends `words` as integers (little-endian words of `T`, two's complement, or the
+/// words as they were in unscaled groups) in groups of `group` to `integers`, and
+/// returns each group's scale bits ([`UNSCALED`] for a group kept as it is), if at most
+/// `max_unscaled` groups (and not all) lack a scale. Returns early, having looked at
+/// little, when the first groups have none; `integers` then holds part of the chunk.
+pub fn quantise_chunk_into<T: Word>(
+    words: &[T],
+    group: usize,
+    max_unscaled: usize,
+    integers: &mut Vec<u8>,
+) -> Option<Vec<u64>> {
     if group == 0 || words.is_empty() {
         return None;
     }
-    let mut integers = Vec::with_capacity(words.len());
+    integers.reserve(words.len() * T::BYTES);
     let mut scales = Vec::with_capacity(words.len().div_ceil(group));
     let mut unscaled = 0;
     let mut previous: Option<f64> = None;
@@ -500,6 +519,9 @@ pub fn quantise_chunk<T: Word>(
             // The first groups have no scale: the probes were misled.
             return None;
         }
+        let at = integers.len();
+        integers.resize(at + g.len() * T::BYTES, 0);
+        let out = &mut integers[at..];
         match found {
             Some(scale) => {
                 scales.push(scale.to_bits());
@@ -509,16 +531,15 @@ pub fn quantise_chunk<T: Word>(
                 crate::isa::vectorised(
                     #[inline(always)]
                     || {
-                        integers.extend(g.iter().map(|&x| {
+                        for (&x, o) in g.iter().zip(out.chunks_exact_mut(T::BYTES)) {
                             let r = value(x) * inverse;
-                            T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64)
-                        }))
+                            T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64).store(o);
+                        }
                     },
                 );
-                debug_assert!(g
-                    .iter()
-                    .zip(&integers[integers.len() - g.len()..])
-                    .all(|(&x, &q)| quantise_with(x, scale, inverse) == Some(signed(q))));
+                debug_assert!(g.iter().zip(out.chunks_exact(T::BYTES)).all(|(&x, q)| {
+                    quantise_with(x, scale, inverse) == Some(signed(T::load(q)))
+                }));
             }
             None => {
                 unscaled += 1;
@@ -526,11 +547,13 @@ pub fn quantise_chunk<T: Word>(
                     return None;
                 }
                 scales.push(UNSCALED);
-                integers.extend_from_slice(g);
+                for (&x, o) in g.iter().zip(out.chunks_exact_mut(T::BYTES)) {
+                    x.store(o);
+                }
             }
         }
     }
-    (unscaled < scales.len()).then_some(Quantised { integers, scales })
+    (unscaled < scales.len()).then_some(scales)
 }
 
 /// Groups without a scale at the start of a chunk after which it is not tried further.
