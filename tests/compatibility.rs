@@ -755,7 +755,7 @@ fn cases() -> Vec<Case> {
         params: p,
     });
     // Coder 11 (banded context rANS) as archive mode writes it for tiles of at least
-    // 32768 words in rows of a multiple of 16: bit-length tokens on a series of complex64
+    // 16384 words in rows of a multiple of 16: bit-length tokens on a series of complex64
     // (one tile of 8 rows of 4096 words), float-field tokens on noise of as many words.
     out.push(Case {
         name: "v2_complex64_banded_archive".into(),

@@ -726,3 +726,40 @@ fn integer_noise_is_coded_unpredicted_in_fast_mode() {
         previous.len()
     );
 }
+
+#[test]
+fn archive_tiles_from_16384_words_in_rows_of_16_are_banded() {
+    // Eight time steps of 1024 complex64 channels of noisy visibilities: one tile of
+    // 16384 words in rows of 2048. Archive mode writes coder 11 (banded context rANS),
+    // which costs at most its 14 extra rANS states (56 bytes) over coder 4, and keeps
+    // coder 4 for half as many words.
+    for (channels, banded) in [(1024, true), (512, false)] {
+        let noise = gaussian_noise(8 * channels * 2, 30.0, usize::MAX);
+        let data: Vec<u8> = noise
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &x)| {
+                let channel = i / 2 % channels;
+                (((channel as f64) * 0.01).sin() as f32 * 1000.0 + x as f32).to_le_bytes()
+            })
+            .collect();
+        let mut p = params(4, &[8, channels, 2], Mode::Archive);
+        p.components = 2;
+        p.element = ElementKind::Float;
+        let chunk = round_trip(&data, &p);
+        let (_, _, coders) = recorded(&chunk);
+        let expected = if banded { 11 } else { 4 };
+        assert!(
+            coders.iter().all(|&c| c == expected),
+            "{channels}: {coders:?}"
+        );
+        p.coder = Some(Coder::ContextAns);
+        let plain = round_trip(&data, &p);
+        assert!(
+            chunk.len() <= plain.len() + 56 * coders.len(),
+            "{channels}: {} against {}",
+            chunk.len(),
+            plain.len()
+        );
+    }
+}
