@@ -180,8 +180,23 @@ pub(super) fn restore_runs<T: Word, M: MapOp>(
         }
         return;
     }
-    // Short runs: word by word, with each word's place in its run (the first run may
-    // start part-way, see `runs`); a word waits only for its neighbour in the same run.
+    if M::ADDITIVE && short_runs_additive::<T, M>(cur, res, pred, col0, spatial) {
+        return;
+    }
+    short_runs_word_by_word::<T, M>(cur, res, pred, col0, spatial);
+}
+
+/// [`restore_runs`] of short runs word by word, with each word's place in its run (the
+/// first run may start part-way, see `runs`); a word waits only for its neighbour in the
+/// same run.
+fn short_runs_word_by_word<T: Word, M: MapOp>(
+    cur: &mut [T],
+    res: &[T],
+    pred: Option<&[T]>,
+    col0: usize,
+    spatial: Spatial,
+) {
+    let s = spatial.stride;
     let run = spatial.run;
     let mut at = run - col0 % run;
     let mut c = 0;
@@ -213,6 +228,98 @@ pub(super) fn restore_runs<T: Word, M: MapOp>(
 
 /// Values per block of [`strided_prefix_sum`]: a 512-bit register of 32-bit words.
 const SCAN_LANES: usize = 16;
+
+/// [`restore_runs`] of short runs for an additive map, when the runs are 2, 4, 8 or 16
+/// words long and their stride is below that: each run's restore is a prefix sum of
+/// its words' own parts within the run (see [`recur`]), summed for [`SCAN_LANES`] words
+/// (whole runs) at a time by doubling shifts that stop at run starts, which vectorises
+/// where word by word each waits for its neighbour. Returns false, having done nothing,
+/// for other runs.
+fn short_runs_additive<T: Word, M: MapOp>(
+    cur: &mut [T],
+    res: &[T],
+    pred: Option<&[T]>,
+    col0: usize,
+    spatial: Spatial,
+) -> bool {
+    let args = (cur, res, pred, col0, spatial);
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            match (spatial.stride, spatial.run) {
+                (1, 2) => runs_in_blocks::<T, M, 1, 2>(args),
+                (1, 4) => runs_in_blocks::<T, M, 1, 4>(args),
+                (2, 4) => runs_in_blocks::<T, M, 2, 4>(args),
+                (1, 8) => runs_in_blocks::<T, M, 1, 8>(args),
+                (2, 8) => runs_in_blocks::<T, M, 2, 8>(args),
+                (4, 8) => runs_in_blocks::<T, M, 4, 8>(args),
+                (1, 16) => runs_in_blocks::<T, M, 1, 16>(args),
+                (2, 16) => runs_in_blocks::<T, M, 2, 16>(args),
+                (4, 16) => runs_in_blocks::<T, M, 4, 16>(args),
+                (8, 16) => runs_in_blocks::<T, M, 8, 16>(args),
+                _ => return false,
+            }
+            true
+        },
+    )
+}
+
+type RowArgs<'a, T> = (&'a mut [T], &'a [T], Option<&'a [T]>, usize, Spatial);
+
+/// [`short_runs_additive`] for runs of `RUN` words and a stride of `S` (`S < RUN`,
+/// `RUN` dividing [`SCAN_LANES`]): the first run when it starts part-way and the words
+/// after the last whole block word by word, the blocks between by doubling shifts.
+#[inline(always)]
+fn runs_in_blocks<T: Word, M: MapOp, const S: usize, const RUN: usize>(
+    (cur, res, pred, col0, spatial): RowArgs<T>,
+) {
+    let n = res.len();
+    let first = ((RUN - col0 % RUN) % RUN).min(n);
+    let whole = (n - first) / SCAN_LANES * SCAN_LANES;
+    let body = first..first + whole;
+    let part = |range: std::ops::Range<usize>| pred.map(|p| &p[range]);
+    short_runs_word_by_word::<T, M>(
+        &mut cur[..first],
+        &res[..first],
+        part(0..first),
+        col0,
+        spatial,
+    );
+    let blocks = cur[body.clone()]
+        .chunks_exact_mut(SCAN_LANES)
+        .zip(res[body.clone()].chunks_exact(SCAN_LANES));
+    for (k, (block, r)) in blocks.enumerate() {
+        let mut x = [T::default(); SCAN_LANES];
+        for (v, &r) in x.iter_mut().zip(r) {
+            *v = M::restore(r, T::default());
+        }
+        let mut shift = S;
+        while shift < RUN {
+            let before = x;
+            for i in shift..SCAN_LANES {
+                if i % RUN >= shift {
+                    x[i] = x[i].wrapping_add(before[i - shift]);
+                }
+            }
+            shift *= 2;
+        }
+        if let Some(p) = pred {
+            let p = &p[body.start + k * SCAN_LANES..][..SCAN_LANES];
+            for (v, &q) in x.iter_mut().zip(p) {
+                *v = v.wrapping_add(q);
+            }
+        }
+        block.copy_from_slice(&x);
+    }
+    let tail = body.end;
+    short_runs_word_by_word::<T, M>(
+        &mut cur[tail..],
+        &res[tail..],
+        part(tail..n),
+        col0 + tail,
+        spatial,
+    );
+}
 
 #[cfg(test)]
 mod tests {
