@@ -111,6 +111,15 @@ fn pass<T: Word, M: MapOp, const N: usize, const RESTORE: bool>(
     predict: impl Fn([T; N]) -> T,
 ) {
     let rows = plane.len().div_ceil(width);
+    // Rows of a few words: whole rows with the rows above in registers.
+    let from = match width {
+        1 => narrow_rows::<T, M, N, 1, RESTORE>(plane, from, &predict),
+        2 => narrow_rows::<T, M, N, 2, RESTORE>(plane, from, &predict),
+        4 => narrow_rows::<T, M, N, 4, RESTORE>(plane, from, &predict),
+        8 => narrow_rows::<T, M, N, 8, RESTORE>(plane, from, &predict),
+        16 => narrow_rows::<T, M, N, 16, RESTORE>(plane, from, &predict),
+        _ => from,
+    };
     for step in from..rows {
         // Restores run forwards (each row reads restored rows); residuals backwards
         // (each row reads rows that still hold words).
@@ -132,6 +141,65 @@ fn pass<T: Word, M: MapOp, const N: usize, const RESTORE: bool>(
                 M::residual(row[c], p)
             };
         }
+    }
+}
+
+/// [`pass`] over the whole rows from `from` on of rows `W` words wide, first to last,
+/// keeping the `N` rows above each (their words, restored or not yet coded) in an array
+/// instead of reading them back: each row's slices and bounds checks would cost more than
+/// its few words. Returns the first row it left: the last, partial one, if any, when
+/// restoring; none when coding (which codes the partial row first, before the rows it
+/// reads hold residuals).
+#[inline(always)]
+fn narrow_rows<T: Word, M: MapOp, const N: usize, const W: usize, const RESTORE: bool>(
+    plane: &mut [T],
+    from: usize,
+    predict: &impl Fn([T; N]) -> T,
+) -> usize {
+    let rows = plane.len() / W;
+    if N == 0 || from >= rows {
+        return from;
+    }
+    if !RESTORE {
+        // The last, partial row first, while the rows it reads still hold words.
+        let last = rows * W;
+        for c in 0..plane.len() - last {
+            let mut column = [T::default(); N];
+            for (k, v) in column.iter_mut().enumerate() {
+                *v = plane[(rows - 1 - k) * W + c];
+            }
+            plane[last + c] = M::residual(plane[last + c], predict(column));
+        }
+    }
+    let mut above = [[T::default(); W]; N];
+    for (k, row) in above.iter_mut().enumerate() {
+        row.copy_from_slice(&plane[(from - 1 - k) * W..][..W]);
+    }
+    for row in plane[from * W..rows * W].chunks_exact_mut(W) {
+        let mut words = [T::default(); W];
+        for c in 0..W {
+            let mut column = [T::default(); N];
+            for (k, v) in column.iter_mut().enumerate() {
+                *v = above[k][c];
+            }
+            let p = predict(column);
+            if RESTORE {
+                words[c] = M::restore(row[c], p);
+                row[c] = words[c];
+            } else {
+                words[c] = row[c];
+                row[c] = M::residual(row[c], p);
+            }
+        }
+        for k in (1..N).rev() {
+            above[k] = above[k - 1];
+        }
+        above[0] = words;
+    }
+    if RESTORE {
+        rows
+    } else {
+        plane.len().div_ceil(W)
     }
 }
 
@@ -163,7 +231,7 @@ mod tests {
         for (kind, history) in (Predictor::ALL.iter().chain(&[Predictor::Zero]))
             .filter_map(|&kind| Some((kind, full_history(kind, false)?)))
         {
-            for width in [1, 2, 3, 8, 33] {
+            for width in [1, 2, 3, 4, 8, 16, 33] {
                 for len in [history * width, 5 * width + 1, 12 * width, 12 * width - 1] {
                     // Extremes and noise, so the wrapping arithmetic is exercised.
                     let plane: Vec<T> = (0..len)
