@@ -14,6 +14,19 @@ import karoo
 from conftest import same_bits, visibilities
 
 
+def visibilities_of(dtype, shape):
+    """Visibilities of `shape` as `dtype`: integers scaled to use their bits, a pair of
+    int32 fields ("<i4,<i4") from two scalings of float64 visibilities."""
+    data = visibilities(shape, "f8" if "," in dtype else dtype)
+    if "," in dtype:
+        pair = np.zeros(data.shape, dtype)
+        pair["f0"], pair["f1"] = (data * 1000).astype("i4"), (data * -300).astype("i4")
+        return pair
+    if np.dtype(dtype).kind in "iu":
+        return (data * 50).astype(dtype)
+    return data
+
+
 @pytest.mark.parametrize("mode", ["fast", "archive"])
 @pytest.mark.parametrize("dtype", ["f4", "c8", "c16", "i2", "<i4,<i4"])
 def test_chunk_shape_is_the_described_shape(mode, dtype):
@@ -21,13 +34,7 @@ def test_chunk_shape_is_the_described_shape(mode, dtype):
     stored, planar, narrowed and scaled chunks alike."""
     from karoo._array import chunk_shape
 
-    data = visibilities((9, 5, 3), "f8" if "," in dtype else dtype)
-    if "," in dtype:
-        pair = np.zeros(data.shape, dtype)
-        pair["f0"], pair["f1"] = (data * 1000).astype("i4"), (data * -300).astype("i4")
-        data = pair
-    elif np.dtype(dtype).kind in "iu":
-        data = (data * 50).astype(dtype)
+    data = visibilities_of(dtype, (9, 5, 3))
     for array in (data, data[:1, :1, :1], np.zeros((4, 0, 3), data.dtype)):
         chunk = karoo.compress(array, mode=mode)
         info = karoo.describe(chunk)
@@ -37,13 +44,7 @@ def test_chunk_shape_is_the_described_shape(mode, dtype):
 
 @pytest.mark.parametrize("dtype", ["f2", "f4", "f8", "c8", "c16", "i1", "u2", "i4", "u8", "<i4,<i4"])
 def test_round_trip_every_dtype(dtype):
-    data = visibilities((33, 7, 3), "f8" if "," in dtype else dtype)
-    if "," in dtype:
-        pair = np.zeros(data.shape, dtype)
-        pair["f0"], pair["f1"] = (data * 1000).astype("i4"), (data * -300).astype("i4")
-        data = pair
-    elif np.dtype(dtype).kind in "iu":
-        data = (data * 50).astype(dtype)
+    data = visibilities_of(dtype, (33, 7, 3))
     chunk = karoo.compress(data)
     assert isinstance(chunk, bytes) and chunk.dtype == data.dtype
     back = karoo.decompress(chunk)
