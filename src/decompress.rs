@@ -96,6 +96,16 @@ impl<'a> Chunk<'a> {
         Ok(Chunk { header, body })
     }
 
+    /// The shape the chunk decodes to, in words, slowest first (a component axis last).
+    pub fn decoded_shape(&self) -> Vec<u64> {
+        self.header.decoded_shape()
+    }
+
+    /// Bytes per decoded word.
+    pub fn word_size(&self) -> usize {
+        usize::from(self.header.word_size)
+    }
+
     /// Bytes the chunk decodes to.
     pub fn decoded_len(&self) -> usize {
         self.header.decoded_size as usize

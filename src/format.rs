@@ -307,9 +307,7 @@ impl Header {
     }
 
     /// The decoded array's shape: the recorded shape, with its first axis (the
-    /// components) moved last when planar. (For the plugin's chunk description, through
-    /// the `internals` feature.)
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    /// components) moved last when planar.
     pub fn decoded_shape(&self) -> Vec<u64> {
         let mut shape = self.shape.clone();
         if self.is_planar() && !shape.is_empty() {

@@ -260,9 +260,8 @@ pub unsafe extern "C" fn karoo_decoded_shape(
         }
         // SAFETY: the caller passes `len` readable bytes.
         let input = unsafe { slice(data, len) };
-        let size = karoo::decoded_len(input, u64::MAX).map_err(|e| e.to_string())?;
-        let (header, _) = Header::parse(input, u64::MAX).map_err(|e| e.to_string())?;
-        let shape = header.decoded_shape();
+        let chunk = karoo::Chunk::parse(input, u64::MAX).map_err(|e| e.to_string())?;
+        let shape = chunk.decoded_shape();
         if shape.len() > max_rank {
             return Err(format!(
                 "the chunk's shape has {} dimensions, more than the {max_rank} asked for",
@@ -274,8 +273,8 @@ pub unsafe extern "C" fn karoo_decoded_shape(
         unsafe {
             std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, shape.len());
             *rank = shape.len();
-            *word_size = u32::from(header.word_size);
-            *decoded = size as u64;
+            *word_size = chunk.word_size() as u32;
+            *decoded = chunk.decoded_len() as u64;
         }
         Ok(())
     })
