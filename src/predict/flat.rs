@@ -10,6 +10,7 @@
 //! row predictor's (the tests compare them on every kind and map).
 
 use super::predictor::Predictor;
+use super::prefix_sum::{strided_prefix_sum, SCAN_LANES};
 use super::residual::MapOp;
 use super::rows::{lagrange_word, mean_pow2_word};
 use crate::word::Word;
@@ -86,6 +87,8 @@ fn dispatch<T: Word, M: MapOp, const RESTORE: bool>(
             Predictor::Zero => {
                 pass::<T, M, 0, RESTORE>(plane, plane.len().max(1), from, |[]| T::default())
             }
+            Predictor::Lagrange(1) | Predictor::Lorenzo
+                if RESTORE && M::ADDITIVE && prefix_sum_restore::<T, M>(plane, width, from) => {}
             Predictor::Lagrange(1) | Predictor::Lorenzo => {
                 pass::<T, M, 1, RESTORE>(plane, width, from, |[a]| a)
             }
@@ -99,6 +102,33 @@ fn dispatch<T: Word, M: MapOp, const RESTORE: bool>(
             _ => pass::<T, M, 8, RESTORE>(plane, width, from, mean_pow2_word),
         },
     );
+}
+
+/// Restores rows `from..` of `plane` (rows of `width` words) predicted from the row
+/// above under an additive map `M`, when the width divides [`SCAN_LANES`]: each word is
+/// its own part of the restore plus the word above, so the rows from `from - 1` on are
+/// a prefix sum with a stride of the width, summed a register at a time where word by
+/// word each row waits for the one above. Returns false, having done nothing, for other
+/// widths.
+#[inline(always)]
+fn prefix_sum_restore<T: Word, M: MapOp>(plane: &mut [T], width: usize, from: usize) -> bool {
+    if !SCAN_LANES.is_multiple_of(width) {
+        return false;
+    }
+    let Some(seg) = plane.get_mut((from - 1) * width..) else {
+        return true;
+    };
+    for v in seg.iter_mut().skip(width) {
+        *v = M::restore(*v, T::default());
+    }
+    match width {
+        1 => strided_prefix_sum::<T, 1>(seg),
+        2 => strided_prefix_sum::<T, 2>(seg),
+        4 => strided_prefix_sum::<T, 4>(seg),
+        8 => strided_prefix_sum::<T, 8>(seg),
+        _ => strided_prefix_sum::<T, 16>(seg),
+    }
+    true
 }
 
 /// Rows `from..` of `plane` coded (or restored) against `predict` of the `N` words

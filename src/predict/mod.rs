@@ -9,6 +9,7 @@
 
 pub mod flat;
 mod predictor;
+pub mod prefix_sum;
 pub mod residual;
 mod rows;
 

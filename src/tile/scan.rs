@@ -1,6 +1,7 @@
 //! The Lorenzo restore's recurrence along a row, and the strided prefix sum it becomes
 //! for the additive residual maps.
 
+use crate::predict::prefix_sum::{strided_prefix_sum, SCAN_LANES};
 use crate::predict::residual::MapOp;
 use crate::word::Word;
 
@@ -114,43 +115,6 @@ fn recur_additive<T: Word, M: MapOp, const S: usize>(seg: &mut [T], res: &[T], p
     strided_prefix_sum::<T, S>(seg);
 }
 
-/// Adds `seg[i - S]` to each `seg[i]` from `S` on, in order (wrapping): each value
-/// becomes the sum of itself and every `S`-th value before it. Blocks of [`SCAN_LANES`]
-/// values are summed in registers by doubling shifts, then the sums of the blocks before
-/// (the carry) are added. `S` divides the lanes.
-#[inline(always)]
-fn strided_prefix_sum<T: Word, const S: usize>(seg: &mut [T]) {
-    // The sums of the last block's final `S` values, repeated across the lanes.
-    let mut carry = [T::default(); SCAN_LANES];
-    let mut blocks = seg.chunks_exact_mut(SCAN_LANES);
-    for block in &mut blocks {
-        let mut x: [T; SCAN_LANES] = std::array::from_fn(|i| block[i]);
-        let mut shift = S;
-        while shift < SCAN_LANES {
-            let before = x;
-            for i in shift..SCAN_LANES {
-                x[i] = x[i].wrapping_add(before[i - shift]);
-            }
-            shift *= 2;
-        }
-        // The block's own sums, repeated: computed before the carry is added, so the
-        // only wait from one block to the next is the carry's one addition.
-        let totals: [T; SCAN_LANES] = std::array::from_fn(|i| x[SCAN_LANES - S + i % S]);
-        for (v, &c) in x.iter_mut().zip(&carry) {
-            *v = v.wrapping_add(c);
-        }
-        block.copy_from_slice(&x);
-        for (c, &t) in carry.iter_mut().zip(&totals) {
-            *c = c.wrapping_add(t);
-        }
-    }
-    let tail = blocks.into_remainder();
-    for i in 0..tail.len() {
-        let left = if i >= S { tail[i - S] } else { carry[i] };
-        tail[i] = tail[i].wrapping_add(left);
-    }
-}
-
 /// Runs of at least this many words are restored one after another by [`recur`]; in
 /// shorter ones (an innermost axis of a few polarisations, say) the calls would cost
 /// more than the words, so [`restore_runs`] restores the row in one loop.
@@ -225,9 +189,6 @@ fn short_runs_word_by_word<T: Word, M: MapOp>(
         at = end + run;
     }
 }
-
-/// Values per block of [`strided_prefix_sum`]: a 512-bit register of 32-bit words.
-const SCAN_LANES: usize = 16;
 
 /// [`restore_runs`] of short runs for an additive map, when the runs are 2, 4, 8 or 16
 /// words long and their stride is below that: each run's restore is a prefix sum of
