@@ -177,16 +177,17 @@ fn choose<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Choice {
         }
         None => {
             let mut above = [0u32; 64];
-            let widest = survey(group, &mut above);
-            smallest::<T>(&above, widest, m)
+            let (narrowest, widest) = survey(group, &mut above);
+            smallest::<T>(&above, narrowest, widest, m)
         }
     }
 }
 
-/// The smallest layout of a group of `m` values whose widest has `widest` bits, where
-/// `above[b]` values are longer than `b` bits for each `b < widest`.
+/// The smallest layout of a group of `m` values whose narrowest has `narrowest` bits
+/// and widest `widest`, where `above[b]` values are longer than `b` bits for each
+/// `narrowest <= b < widest`.
 #[inline(always)]
-fn smallest<T: Word>(above: &[u32; 64], widest: u32, m: usize) -> Choice {
+fn smallest<T: Word>(above: &[u32; 64], narrowest: u32, widest: u32, m: usize) -> Choice {
     let best = Choice {
         b: widest,
         e: 0,
@@ -200,7 +201,8 @@ fn smallest<T: Word>(above: &[u32; 64], widest: u32, m: usize) -> Choice {
     // without branches, so they vectorise); a width leaving every value an exception
     // is never the smallest. For words of up to 32 bits every width is computed and
     // those from the widest on masked off (a loop of constant length: faster, measured
-    // on the AVX2 path); for wider words only the narrower widths (measured faster).
+    // on the AVX2 path); for wider words only the widths from the narrowest value's on
+    // (below, every value is an exception), measured faster.
     let m32 = m as u32;
     let key_of = |b: u32, k: u32| {
         let positions = list_bytes(k).min(m32.div_ceil(8));
@@ -217,14 +219,19 @@ fn smallest<T: Word>(above: &[u32; 64], widest: u32, m: usize) -> Choice {
             .take(T::BITS as usize)
         {
             let b = b as u32;
-            *key = if b < widest { key_of(b, k) } else { u32::MAX };
+            *key = if (narrowest..widest).contains(&b) {
+                key_of(b, k)
+            } else {
+                u32::MAX
+            };
         }
         T::BITS as usize
     } else {
-        for (b, (key, &k)) in keys.iter_mut().zip(above).enumerate().take(widest as usize) {
+        let (from, to) = (narrowest as usize, widest as usize);
+        for (b, (key, &k)) in (from..to).zip(keys.iter_mut().zip(&above[from..to])) {
             *key = key_of(b as u32, k);
         }
-        widest as usize
+        to - from
     };
     let key = keys[..lanes]
         .iter()
@@ -241,16 +248,19 @@ fn smallest<T: Word>(above: &[u32; 64], widest: u32, m: usize) -> Choice {
     }
 }
 
-/// The bit length of the widest of `group`, and for each narrower width `b`, how many
-/// values are longer than `b` bits, in `above[b]` (the rest of `above` left as it is).
+/// The bit lengths of the narrowest and the widest of `group`, and for each width `b`
+/// between them (`narrowest <= b < widest`), how many values are longer than `b` bits,
+/// in `above[b]` (the rest of `above` left as it is).
 #[inline(always)]
-fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> u32 {
-    let widest = group
+fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> (u32, u32) {
+    let (least, any) = group
         .iter()
-        .fold(T::default(), |acc, &v| acc | v)
-        .bit_length();
+        .fold((u64::MAX, T::default()), |(least, any), &v| {
+            (least.min(v.to_u64()), any | v)
+        });
+    let (narrowest, widest) = (least.bit_length(), any.bit_length());
     if widest == 0 {
-        return 0;
+        return (0, 0);
     }
     // Histogram of bit lengths (two, to shorten store-to-load chains).
     let mut counts = [[0u8; 65]; 2];
@@ -260,11 +270,11 @@ fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> u32 {
         }
     }
     let mut longer = 0;
-    for b in (0..widest as usize).rev() {
+    for b in (narrowest as usize..widest as usize).rev() {
         longer += u32::from(counts[0][b + 1] + counts[1][b + 1]);
         above[b] = longer;
     }
-    widest
+    (narrowest, widest)
 }
 
 /// `group` as 32-bit words for the kernels, when they run (`simd`) and it is a whole
