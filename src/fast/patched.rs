@@ -1243,6 +1243,41 @@ mod tests {
         }
     }
 
+    /// For 64-bit words (whose choice weighs only the widths from the narrowest value's
+    /// length), the layout is the smallest over every width, ties to the wider, on
+    /// groups whose values all have many bits (noise) and on groups with small ones.
+    #[test]
+    fn wide_words_choose_the_smallest_over_every_width() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(43);
+        for round in 0..300 {
+            let m = [GROUP, GROUP, 1, 7, 31][round % 5];
+            let low = rng.gen_range(0..64);
+            let high = rng.gen_range(low..=64);
+            let group: Vec<u64> = (0..m)
+                .map(|_| {
+                    let bits = rng.gen_range(low..=high);
+                    match bits {
+                        0 => 0,
+                        _ => (1u64 << (bits - 1)) | rng.gen::<u64>() >> (65 - bits),
+                    }
+                })
+                .collect();
+            let widest = group.iter().fold(0, |a, &v| a | v).bit_length();
+            let best = (0..=widest)
+                .map(|b| {
+                    let k = group.iter().filter(|v| v.bit_length() > b).count();
+                    let e = if k == 0 { 0 } else { widest - b };
+                    (group_bits(m, b, k, e), std::cmp::Reverse(b))
+                })
+                .min()
+                .expect("a width");
+            let c = choose(&group, None::<Avx2>);
+            assert_eq!((c.bits, c.b), (best.0, best.1 .0), "round {round}");
+        }
+    }
+
     /// `n` Laplace residuals of up to 32 bits for test round `round`, with zeros,
     /// outliers of every length (the top bit included) and, some rounds, whole groups of
     /// one value.
