@@ -119,12 +119,24 @@ def exact(prepared, decoded):
     return got.tobytes() == np.ascontiguousarray(prepared).tobytes()
 
 
+MAX_CALLS = 20
+"""Most calls of each codec per round of the codec table (on the smallest chunks)."""
+
+
+def calls_per_round(chunk):
+    """Calls of each codec per round on `chunk`: about CHUNK_BYTES of raw data a round,
+    1 to MAX_CALLS calls."""
+    return min(MAX_CALLS, max(1, CHUNK_BYTES // max(chunk.nbytes, 1)))
+
+
 def codec_table(emit, quick, rounds):
     """Table 1: the codecs alone, one thread, interleaved rounds."""
     named = codecs()
     emit("## The codecs alone, one thread")
     emit()
-    emit(f"Best of {rounds} interleaved rounds; MB/s of raw bytes; pcodec and Blosc2 code the chunk's "
+    emit(f"Best call of {rounds} interleaved rounds, each codec called as often a round as makes about "
+         f"{CHUNK_BYTES // 2**20} MiB of raw data (1 to {MAX_CALLS} calls), "
+         "so a small chunk is timed warm as a large one is; MB/s of raw bytes; pcodec and Blosc2 code the chunk's "
          "series laid along time (laid out before the timing). Compare columns within one workload only.")
     for title, chunk in workloads(quick):
         times = {name: [float("inf"), float("inf")] for name in list(named) + ["memcpy"]}
@@ -134,21 +146,23 @@ def codec_table(emit, quick, rounds):
         inputs = {name: np.ascontiguousarray(prepare(chunk)) for name, (prepare, _, _) in named.items()}
         for _ in range(rounds):
             for name, (_, pack, unpack) in named.items():
-                start = time.perf_counter()
-                packed = pack(inputs[name])
-                mid = time.perf_counter()
-                decoded = unpack(packed)
-                end = time.perf_counter()
-                times[name][0] = min(times[name][0], mid - start)
-                times[name][1] = min(times[name][1], end - mid)
+                for _ in range(calls_per_round(chunk)):
+                    start = time.perf_counter()
+                    packed = pack(inputs[name])
+                    mid = time.perf_counter()
+                    decoded = unpack(packed)
+                    end = time.perf_counter()
+                    times[name][0] = min(times[name][0], mid - start)
+                    times[name][1] = min(times[name][1], end - mid)
                 if name not in sizes:
                     if not exact(inputs[name], decoded):
                         raise RuntimeError(f"{name} is not bit-exact on {title}")
                     sizes[name] = packed_len(packed)
-            start = time.perf_counter()
-            copy = chunk.copy()
-            times["memcpy"][0] = times["memcpy"][1] = min(times["memcpy"][0], time.perf_counter() - start)
-            del copy
+            for _ in range(calls_per_round(chunk)):
+                start = time.perf_counter()
+                copy = chunk.copy()
+                times["memcpy"][0] = times["memcpy"][1] = min(times["memcpy"][0], time.perf_counter() - start)
+                del copy
         emit()
         emit(f"### {title}, {chunk.dtype}, {chunk.nbytes / 2**20:.1f} MiB")
         emit()
