@@ -1260,7 +1260,10 @@ mod tests {
                     let bits = rng.gen_range(low..=high);
                     match bits {
                         0 => 0,
-                        _ => (1u64 << (bits - 1)) | rng.gen::<u64>() >> (65 - bits),
+                        _ => {
+                            (1u64 << (bits - 1))
+                                | rng.gen::<u64>().checked_shr(65 - bits).unwrap_or(0)
+                        }
                     }
                 })
                 .collect();
