@@ -47,7 +47,13 @@ pub fn strided_prefix_sum<T: Word, const S: usize>(seg: &mut [T]) {
             *c = c.wrapping_add(t);
         }
     }
-    let tail = blocks.into_remainder();
+    sum_tail::<T, S>(blocks.into_remainder(), &carry);
+}
+
+/// The values after the last whole block, summed one after another: the first `S` take
+/// `carry`'s sums of everything before them.
+#[inline(always)]
+fn sum_tail<T: Word, const S: usize>(tail: &mut [T], carry: &[T; SCAN_LANES]) {
     for i in 0..tail.len() {
         let left = if i >= S { tail[i - S] } else { carry[i] };
         tail[i] = tail[i].wrapping_add(left);
@@ -89,11 +95,7 @@ mod x86 {
         let mut carry_words = [0u32; SCAN_LANES];
         // SAFETY: 16 words of 4 bytes, unaligned.
         unsafe { _mm512_storeu_si512(carry_words.as_mut_ptr().cast(), carry) };
-        let tail = blocks.into_remainder();
-        for i in 0..tail.len() {
-            let left = if i >= S { tail[i - S] } else { carry_words[i] };
-            tail[i] = tail[i].wrapping_add(left);
-        }
+        super::sum_tail::<u32, S>(blocks.into_remainder(), &carry_words);
     }
 
     /// `x` with its lanes moved `k` lanes up (1, 2, 4 or 8), zeros below.
