@@ -197,12 +197,38 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                     crate::isa::vectorised(
                         #[inline(always)]
                         || match bands {
-                            16 => unband::<T, 16>(ordered, width, out),
-                            _ => unband::<T, 32>(ordered, width, out),
+                            16 => unband::<u32, T, 16>(ordered, width, out),
+                            _ => unband::<u32, T, 32>(ordered, width, out),
                         },
                     );
                 }
                 return bits.finish("raw bits");
+            }
+            if T::BITS == 64 {
+                if scratch.wide.len() < n {
+                    scratch.wide.resize(n, 0);
+                }
+                let ordered = &mut scratch.wide[..n];
+                let mut bit = 0;
+                let done =
+                    kernel::restore_wide_values(tokens, &lookup.values, raw, &mut bit, ordered);
+                if done > 0 {
+                    let mut bits = BitCursor::at(raw, bit);
+                    for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
+                        *o = value::<u64>(token, &lookup.values, &mut bits);
+                    }
+                    if !kernel::unband_wide(ordered, width, bands, out) {
+                        crate::isa::vectorised(
+                            #[inline(always)]
+                            || match bands {
+                                16 => unband::<u64, T, 16>(ordered, width, out),
+                                32 => unband::<u64, T, 32>(ordered, width, out),
+                                _ => unband_by(ordered, width, bands, out),
+                            },
+                        );
+                    }
+                    return bits.finish("raw bits");
+                }
             }
             let mut bits = BitCursor::new(raw);
             restore(tokens, &lookup.values, &mut bits, width, bands, out);
@@ -218,6 +244,8 @@ struct Scratch {
     tokens: Vec<u8>,
     /// Values in band order.
     ordered: Vec<u32>,
+    /// Values of 64-bit words in band order.
+    wide: Vec<u64>,
     /// The vector kernel's entry of every slot of every table.
     slots: Vec<u32>,
 }
@@ -243,12 +271,35 @@ fn value<T: Word>(token: u8, values: &[u32; 256], bits: &mut BitCursor<'_>) -> T
 /// Writes the values of `ordered` (in band order of `BANDS` bands, whole rows of
 /// `width`) to their places in `out`.
 #[inline(always)]
-fn unband<T: Word, const BANDS: usize>(ordered: &[u32], width: usize, out: &mut [T]) {
+fn unband<S: Copy + Into<u64>, T: Word, const BANDS: usize>(
+    ordered: &[S],
+    width: usize,
+    out: &mut [T],
+) {
     let b = width / BANDS;
     for (row, from) in out.chunks_exact_mut(width).zip(ordered.chunks_exact(width)) {
         for (g, band) in row.chunks_exact_mut(b).enumerate() {
             for (c, o) in band.iter_mut().enumerate() {
-                *o = T::from_u64(u64::from(from[c * BANDS + g]));
+                *o = T::from_u64(from[c * BANDS + g].into());
+            }
+        }
+    }
+}
+
+/// [`unband`] of any number of `bands` (1 when the rows are not whole).
+#[inline(always)]
+fn unband_by<T: Word>(ordered: &[u64], width: usize, bands: usize, out: &mut [T]) {
+    if bands == 1 {
+        for (o, &v) in out.iter_mut().zip(ordered) {
+            *o = T::from_u64(v);
+        }
+        return;
+    }
+    let b = width / bands;
+    for (row, from) in out.chunks_exact_mut(width).zip(ordered.chunks_exact(width)) {
+        for (g, band) in row.chunks_exact_mut(b).enumerate() {
+            for (c, o) in band.iter_mut().enumerate() {
+                *o = T::from_u64(from[c * bands + g]);
             }
         }
     }

@@ -133,6 +133,28 @@ pub(super) fn restore_values(
     0
 }
 
+/// [`restore_values`] for words of up to 64 bits: reads the raw bits of the first turns
+/// of 16 of `tokens` from `raw`, starting at bit `*bit`, and writes each value to
+/// `ordered` in band order, with the vector kernel when this CPU has one; advances
+/// `*bit` and returns the position it stopped at (a multiple of 16, 0 when it did not
+/// run).
+pub(super) fn restore_wide_values(
+    tokens: &[u8],
+    values: &[u32; 256],
+    raw: &[u8],
+    bit: &mut u64,
+    ordered: &mut [u64],
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::level() == crate::isa::Level::Avx512 && crate::isa::avx512_kernels() {
+        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features) and
+        // VBMI (the kernels').
+        return unsafe { x86::restore_wide_values(tokens, values, raw, bit, ordered) };
+    }
+    let _ = (tokens, values, raw, bit, ordered);
+    0
+}
+
 /// Writes the values of `ordered` (in band order of `bands` bands, whole rows of
 /// `width`) to their places in `out` with the vector kernel, 16 turns of 16 bands at a
 /// time through a transpose in registers, when this CPU has one, the words are of 32
@@ -153,6 +175,31 @@ pub(super) fn unband<T: crate::word::Word>(
         let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
         unsafe { x86::unband(ordered, width, bands, out) };
+        return true;
+    }
+    let _ = (ordered, width, bands, out);
+    false
+}
+
+/// [`unband`] for 64-bit words: 8 turns of 8 bands at a time through a transpose in
+/// registers, when this CPU has the vector kernels and the bands are a multiple of 8;
+/// returns whether it ran.
+pub(super) fn unband_wide<T: crate::word::Word>(
+    ordered: &[u64],
+    width: usize,
+    bands: usize,
+    out: &mut [T],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::level() == crate::isa::Level::Avx512
+        && bands.is_multiple_of(8)
+        && width.is_multiple_of(bands)
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u64>()
+    {
+        // SAFETY: `T` is `u64` (the same type id), so the slice is one of `u64`s.
+        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
+        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
+        unsafe { x86::unband_wide(ordered, width, bands, out) };
         return true;
     }
     let _ = (ordered, width, bands, out);
@@ -469,6 +516,109 @@ mod x86 {
         turn * LANES
     }
 
+    /// See [`super::restore_wide_values`]: [`restore_values`] with 8 fields of up to 64
+    /// bits to a register, each turn in two halves.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt")]
+    pub(super) fn restore_wide_values(
+        tokens: &[u8],
+        values: &[u32; 256],
+        raw: &[u8],
+        bit: &mut u64,
+        ordered: &mut [u64],
+    ) -> usize {
+        const HALF: usize = LANES / 2;
+        let halves = tokens.len().min(ordered.len()) / LANES * 2;
+        let byte_table =
+            |shift: u32| registers_of(&std::array::from_fn(|t| (values[t] >> shift) as u8));
+        let (counts_of, top_low_of, top_high_of) = (byte_table(8), byte_table(16), byte_table(24));
+        let one = _mm512_set1_epi64(1);
+        let seven = _mm512_set1_epi64(7);
+        let sixty_four = _mm512_set1_epi64(64);
+        let spread = _mm512_set1_epi64(0x0101_0101_0101_0101);
+        let byte_order = _mm512_set1_epi64(0x0706_0504_0302_0100);
+        let next_eight = _mm512_set1_epi64(0x0808_0808_0808_0808);
+        let last_lane = _mm512_set1_epi64(HALF as i64 - 1);
+        let zero = _mm512_setzero_si512();
+        let mut at = *bit;
+        let mut half = 0;
+        'blocks: while half < halves {
+            // The meanings of the next 8 halves' tokens (of those there are).
+            let p = half * HALF;
+            let left = (tokens.len() - p).min(64);
+            // SAFETY: the bytes loaded lie in `tokens` (`p + left <= tokens.len()`); the
+            // others are masked off.
+            let block = unsafe {
+                _mm512_maskz_loadu_epi8(u64::MAX >> (64 - left), tokens.as_ptr().add(p).cast())
+            };
+            let meanings = [
+                byte_lookup(block, &counts_of),
+                byte_lookup(block, &top_low_of),
+                byte_lookup(block, &top_high_of),
+            ];
+            // SAFETY: a register's 64 bytes as bytes.
+            let meanings: [[u8; 64]; 3] = unsafe { std::mem::transmute(meanings) };
+            for g in 0..8 {
+                // A half reads at most 8 fields of at most 64 bits from the 128 bytes
+                // from the byte of its first bit (its fields end within the first 73),
+                // so a whole turn from the first 193 bytes of its first half's.
+                if g % 2 == 0 && (half >= halves || (at >> 3) as usize + 200 > raw.len()) {
+                    break 'blocks;
+                }
+                // SAFETY: 8 of the 64 bytes of each meaning (`g < 8`).
+                let eighth = |m: &[u8; 64]| unsafe {
+                    _mm512_cvtepu8_epi64(_mm_loadl_epi64(m.as_ptr().add(8 * g).cast()))
+                };
+                let n = eighth(&meanings[0]);
+                let top = _mm512_or_si512(
+                    eighth(&meanings[1]),
+                    _mm512_slli_epi64::<8>(eighth(&meanings[2])),
+                );
+                // Inclusive prefix sums of the field widths across the lanes.
+                let mut sum = n;
+                sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<7>(sum, zero));
+                sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
+                sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
+                let start =
+                    _mm512_add_epi64(_mm512_sub_epi64(sum, n), _mm512_set1_epi64((at & 7) as i64));
+                // SAFETY: the 128 bytes lie within `raw` (checked above).
+                let (window_lo, window_hi) = unsafe {
+                    let base = raw.as_ptr().add((at >> 3) as usize);
+                    (
+                        _mm512_loadu_si512(base.cast()),
+                        _mm512_loadu_si512(base.add(64).cast()),
+                    )
+                };
+                // Each field's bytes `from..from + 8` and `from + 8..from + 16`.
+                let from = _mm512_srli_epi64::<3>(start);
+                let index = _mm512_add_epi64(_mm512_mullo_epi64(from, spread), byte_order);
+                let low = _mm512_permutex2var_epi8(window_lo, index, window_hi);
+                let high = _mm512_permutex2var_epi8(
+                    window_lo,
+                    _mm512_add_epi64(index, next_eight),
+                    window_hi,
+                );
+                let shift = _mm512_and_si512(start, seven);
+                // A shift by 64 (of a field starting on a byte) gives 0.
+                let fields = _mm512_or_si512(
+                    _mm512_srlv_epi64(low, shift),
+                    _mm512_sllv_epi64(high, _mm512_sub_epi64(sixty_four, shift)),
+                );
+                // For 64-bit fields, `1 << 64` is 0 and the mask all ones.
+                let mask = _mm512_sub_epi64(_mm512_sllv_epi64(one, n), one);
+                let out =
+                    _mm512_or_si512(_mm512_sllv_epi64(top, n), _mm512_and_si512(fields, mask));
+                // SAFETY: positions `half * 8..half * 8 + 8` lie in `ordered`
+                // (`half < halves`).
+                unsafe { _mm512_storeu_si512(ordered.as_mut_ptr().add(half * HALF).cast(), out) };
+                let total = _mm512_cvtsi512_si32(_mm512_permutexvar_epi64(last_lane, sum));
+                at += total as u64;
+                half += 1;
+            }
+        }
+        *bit = at;
+        half * HALF
+    }
+
     /// Each byte of `index` looked up in the 256 bytes of `table` (four registers).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
@@ -505,6 +655,65 @@ mod x86 {
                 }
             }
         }
+    }
+
+    /// See [`super::unband_wide`]: `bands` a multiple of 8 dividing `width`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
+    pub(super) fn unband_wide(ordered: &[u64], width: usize, bands: usize, out: &mut [u64]) {
+        const W: usize = 8;
+        let b = width / bands;
+        let whole = b / W * W;
+        for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for c0 in (0..whole).step_by(W) {
+                for g0 in (0..bands).step_by(W) {
+                    // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 8`
+                    // (`c0 + 8 <= b`, `g0 + 8 <= bands`).
+                    let turns: [__m512i; W] = std::array::from_fn(|i| unsafe {
+                        _mm512_loadu_si512(from.as_ptr().add((c0 + i) * bands + g0).cast())
+                    });
+                    for (j, band) in transpose_wide(turns).into_iter().enumerate() {
+                        // SAFETY: band `g0 + j` holds positions `c0..c0 + 8`.
+                        unsafe {
+                            _mm512_storeu_si512(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
+                        };
+                    }
+                }
+            }
+            for c in whole..b {
+                for g in 0..bands {
+                    to[g * b + c] = from[c * bands + g];
+                }
+            }
+        }
+    }
+
+    /// The transpose of 8 rows of 8 64-bit words: lane `i` of row `j` is lane `j` of
+    /// row `i`. Each step swaps bit `s` of the row with bit `s` of the lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn transpose_wide(mut r: [__m512i; 8]) -> [__m512i; 8] {
+        for s in [1usize, 2, 4] {
+            let pick = |own: bool| -> __m512i {
+                let idx: [i64; 8] = std::array::from_fn(|j| {
+                    let keep = (j & s == 0) == own;
+                    match (keep, own) {
+                        (true, true) => j as i64,
+                        (true, false) => 8 + j as i64,
+                        (false, true) => 8 + (j ^ s) as i64,
+                        (false, false) => (j ^ s) as i64,
+                    }
+                });
+                // SAFETY: 8 words read from an array of 8.
+                unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) }
+            };
+            let (first, second) = (pick(true), pick(false));
+            for i in (0..8).filter(|i| i & s == 0) {
+                let (x, y) = (r[i], r[i + s]);
+                r[i] = _mm512_permutex2var_epi64(x, first, y);
+                r[i + s] = _mm512_permutex2var_epi64(x, second, y);
+            }
+        }
+        r
     }
 
     /// The 256 bytes of a lookup table in four registers (see [`byte_lookup`]).
@@ -617,6 +826,46 @@ mod tests {
         }
     }
 
+    /// On arbitrary raw bits and token meanings (fields of 0 to 63 bits, the widths
+    /// 56 to 63 that take two reads in the portable reader among them), the 64-bit
+    /// raw-bit kernel gives the portable reader's values and bit position.
+    #[test]
+    fn the_wide_raw_bit_kernel_reads_as_the_portable_reader() {
+        let mut rng = SmallRng::seed_from_u64(43);
+        for case in 0..60 {
+            let narrowest = [0, 40, 56][case % 3];
+            let values: [u32; 256] = std::array::from_fn(|_| {
+                let n = rng.gen_range(narrowest..64u32);
+                let top = rng.gen_range(0..1u32 << (64 - n).min(16));
+                rng.gen_range(0..65u32) | n << 8 | top << 16
+            });
+            let n = 16 * rng.gen_range(0..200);
+            let tokens: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+            let raw: Vec<u8> = (0..rng.gen_range(0..8 * n + 300))
+                .map(|_| rng.gen())
+                .collect();
+            let first_bit = rng.gen_range(0..8);
+            let mut expected = vec![0u64; n];
+            let mut bits = crate::bits::io::BitCursor::at(&raw, first_bit);
+            for (o, &t) in expected.iter_mut().zip(&tokens) {
+                *o = super::super::value::<u64>(t, &values, &mut bits);
+            }
+            let mut got = vec![0u64; n];
+            let mut bit = first_bit;
+            let done = restore_wide_values(&tokens, &values, &raw, &mut bit, &mut got);
+            assert_eq!(done % LANES, 0);
+            let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
+            for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
+                *o = super::super::value::<u64>(t, &values, &mut rest);
+            }
+            assert_eq!(got, expected, "case {case}");
+            assert_eq!(rest.finish("raw"), bits.finish("raw"));
+            if crate::isa::avx512_kernels() && raw.len() >= 300 + 8 * n && n > 0 {
+                assert!(done > 0, "the kernel ran");
+            }
+        }
+    }
+
     /// The transposing kernel puts every value where the portable loop does, for bands
     /// of whole and partial runs of 16 turns.
     #[test]
@@ -633,11 +882,30 @@ mod tests {
             let ordered: Vec<u32> = (0..width * rows).map(|_| rng.gen()).collect();
             let mut expected = vec![0u32; ordered.len()];
             match bands {
-                16 => super::super::unband::<u32, 16>(&ordered, width, &mut expected),
-                _ => super::super::unband::<u32, 32>(&ordered, width, &mut expected),
+                16 => super::super::unband::<u32, u32, 16>(&ordered, width, &mut expected),
+                _ => super::super::unband::<u32, u32, 32>(&ordered, width, &mut expected),
             }
             let mut got = vec![0u32; ordered.len()];
             let ran = unband(&ordered, width, bands, &mut got);
+            assert_eq!(ran, crate::isa::level() == crate::isa::Level::Avx512);
+            if ran {
+                assert_eq!(got, expected, "{bands} bands of {b}");
+            }
+        }
+    }
+
+    /// The 64-bit transposing kernel puts every value where the portable loop does, for
+    /// 8, 16 and 32 bands of whole and partial runs of 8 turns.
+    #[test]
+    fn the_wide_unband_kernel_places_values_as_the_portable_loop() {
+        let mut rng = SmallRng::seed_from_u64(47);
+        for (bands, b, rows) in [(8, 8, 1), (16, 1, 3), (16, 9, 2), (32, 17, 2), (8, 40, 5)] {
+            let width = bands * b;
+            let ordered: Vec<u64> = (0..width * rows).map(|_| rng.gen()).collect();
+            let mut expected = vec![0u64; ordered.len()];
+            super::super::unband_by(&ordered, width, bands, &mut expected);
+            let mut got = vec![0u64; ordered.len()];
+            let ran = unband_wide(&ordered, width, bands, &mut got);
             assert_eq!(ran, crate::isa::level() == crate::isa::Level::Avx512);
             if ran {
                 assert_eq!(got, expected, "{bands} bands of {b}");
