@@ -776,6 +776,24 @@ fn cases() -> Vec<Case> {
         data: f32_bytes(&series(&[8, 4096, 2], 37)),
         params: complex64_archive(&[8, 4096, 2]),
     });
+    // Coder 11 in 8 bands (the low half of the vector kernel's register), as archive
+    // mode writes it for rows of a multiple of 8 words but not of 16: complex128 in rows
+    // of 1640 words (one tile of 11 rows), a series and noise (float-field tokens).
+    let mut p = params(8, &[11, 820, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex128_banded8_archive".into(),
+        data: f64_bytes(&series(&[11, 820, 2], 53)),
+        params: p.clone(),
+    });
+    let mut rng = SplitMix(59);
+    let noise: Vec<f64> = (0..11 * 1640).map(|_| 30.0 * rng.gauss()).collect();
+    out.push(Case {
+        name: "v2_complex128_banded8_fields_archive".into(),
+        data: f64_bytes(&noise),
+        params: p,
+    });
     // Coder 12 (bit-shuffled LZ4), chosen by fast mode for sparse flags (one byte each,
     // about one in 64 set, and a flagged band), coded as the words are.
     let mut rng = SplitMix(12);

@@ -728,12 +728,13 @@ fn integer_noise_is_coded_unpredicted_in_fast_mode() {
 }
 
 #[test]
-fn archive_tiles_from_16384_words_in_rows_of_16_are_banded() {
+fn archive_tiles_from_16384_words_in_rows_of_8_are_banded() {
     // Eight time steps of 1024 complex64 channels of noisy visibilities: one tile of
     // 16384 words in rows of 2048. Archive mode writes coder 11 (banded context rANS),
     // which costs at most its 14 extra rANS states (56 bytes) over coder 4, and keeps
-    // coder 4 for half as many words.
-    for (channels, banded) in [(1024, true), (512, false)] {
+    // coder 4 for half as many words. Rows of 2056 words (a multiple of 8, not of 16)
+    // are banded too, rows of 2052 (a multiple of 4) are not.
+    for (channels, banded) in [(1024, true), (512, false), (1028, true), (1026, false)] {
         let noise = gaussian_noise(8 * channels * 2, 30.0, usize::MAX);
         let data: Vec<u8> = noise
             .iter()

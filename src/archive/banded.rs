@@ -6,8 +6,8 @@
 //! In band order, position `p` of the tile's residuals is band `p mod G`, and its
 //! neighbours (`p - width`, the same column one row earlier; `p - G left`, the same
 //! band `left` residuals earlier) lie in its own band, so the `G` residuals of one turn
-//! depend on none of each other: the decoder's vector kernel ([`kernel`]) decodes 16 at
-//! once, their contexts from two 16-byte loads of earlier classes, where coder 4 follows
+//! depend on none of each other: the decoder's vector kernel ([`kernel`]) decodes 8 or
+//! 16 at once, their contexts from two 16-byte loads of earlier classes, where coder 4 follows
 //! one chain of dependent lookups per residual. The raw bits are read afterwards in
 //! one pass. The model is coder 4's over the residuals in band order, with `G left` for
 //! `left`, so the encoder reuses it whole.
@@ -39,9 +39,11 @@ const KIND_LENGTHS: u8 = 0;
 const KIND_FIELDS: u8 = 1;
 
 /// Whether the tile encoder codes `n` residuals laid out as `dims` banded rather than
-/// with coder 4 or 10: enough of them, in whole rows that split into 16 or 32 bands.
+/// with coder 4 or 10: enough of them, in whole rows that split into 8, 16 or 32 bands
+/// (8 in one half of the vector kernel's register, rows such as 41 baselines of 5
+/// channels of 4 polarisations of complex numbers).
 pub fn pays(n: usize, dims: Dims) -> bool {
-    n >= MIN_RESIDUALS && bands_for(n, dims.width.max(1)) >= 16
+    n >= MIN_RESIDUALS && bands_for(n, dims.width.max(1)) >= 8
 }
 
 /// The bands the rows of `n` residuals, `width` words each, are coded in: the most of

@@ -1,5 +1,5 @@
 //! The vector kernel of banded decoding: the 16 residuals of one turn decoded at once,
-//! one band per 32-bit lane of an AVX-512 register. Contexts come from two 16-byte loads
+//! one band per 32-bit lane of an AVX-512 register (8 bands in the low half of one). Contexts come from two 16-byte loads
 //! of the classes one row and `left` turns earlier, table entries from gathers, and the
 //! renormalisation words from one load expanded into the lanes that need them (in band
 //! order, as the stream holds them). The portable decoder of [`super::Lookup`] is the
@@ -14,9 +14,9 @@ use super::Lookup;
 /// Bands one register decodes at once: 16 lanes of 32 bits.
 pub(super) const LANES: usize = 16;
 
-/// Decodes the tokens of the first turns of 16 or 32 bands into `tokens` and `classes`
-/// (in band order) with the vector kernel, when this CPU has one and the stream has 16
-/// or 32 bands; returns the position it stopped at (a multiple of the band count, 0
+/// Decodes the tokens of the first turns of 8, 16 or 32 bands into `tokens` and
+/// `classes` (in band order) with the vector kernel, when this CPU has one and the
+/// stream has 8, 16 or 32 bands; returns the position it stopped at (a multiple of the band count, 0
 /// when it did not run), from which the portable decoder goes on. `slots` is scratch
 /// for the kernel's [`slot_entries`].
 pub(super) fn decode_tokens(
@@ -46,27 +46,31 @@ fn decode_tokens_by(
     #[cfg(target_arch = "x86_64")]
     if crate::isa::level() == crate::isa::Level::Avx512 {
         let bands = dec.bands();
-        if with_slots && crate::isa::avx512_kernels() && (bands == 16 || bands == 32) {
+        if with_slots && crate::isa::avx512_kernels() && matches!(bands, 8 | 16 | 32) {
             crate::isa::vectorised(
                 #[inline(always)]
                 || slot_entries(tables, slots),
             );
             let class_of: [u8; 256] = std::array::from_fn(|t| lookup.values[t] as u8);
             let entries = x86::Entries::Slots(slots, &class_of);
-            return match bands {
-                // SAFETY: the CPU has AVX-512 F, BW, DQ, VL and VBMI (the kernels').
-                16 => unsafe { x86::decode_turns_vbmi::<1>(dec, entries, lookup, tokens, classes) },
-                // SAFETY: as above.
-                _ => unsafe { x86::decode_turns_vbmi::<2>(dec, entries, lookup, tokens, classes) },
+            // SAFETY: the CPU has AVX-512 F, BW, DQ, VL and VBMI (the kernels').
+            return unsafe {
+                match bands {
+                    8 => x86::decode_turns_vbmi::<1, true>(dec, entries, lookup, tokens, classes),
+                    16 => x86::decode_turns_vbmi::<1, false>(dec, entries, lookup, tokens, classes),
+                    _ => x86::decode_turns_vbmi::<2, false>(dec, entries, lookup, tokens, classes),
+                }
             };
         }
         let entries = x86::Entries::Tables(tables);
-        match bands {
-            // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
-            16 => return unsafe { x86::decode_turns::<1>(dec, entries, lookup, tokens, classes) },
-            // SAFETY: as above.
-            32 => return unsafe { x86::decode_turns::<2>(dec, entries, lookup, tokens, classes) },
-            _ => {}
+        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
+        unsafe {
+            match bands {
+                8 => return x86::decode_turns::<1, true>(dec, entries, lookup, tokens, classes),
+                16 => return x86::decode_turns::<1, false>(dec, entries, lookup, tokens, classes),
+                32 => return x86::decode_turns::<2, false>(dec, entries, lookup, tokens, classes),
+                _ => {}
+            }
         }
     }
     let _ = (with_slots, dec, tables, slots, lookup, tokens, classes);
@@ -227,21 +231,25 @@ mod x86 {
     }
 
     /// Defines a kernel of [`super::decode_tokens`] compiled for `$features`: `V`
-    /// registers of 16 bands each (16 or 32 bands), the states looked up in `entries`,
+    /// registers of 16 bands each (16 or 32 bands), or with `NARROW` 8 bands in the low
+    /// lanes of one (the others idle: masked off renormalisation, stores and the
+    /// states written back), the states looked up in `entries`,
     /// the classes of tokens looked up by slot entry with `$class`. Two copies of one
     /// body, so that each inlines the intrinsics of its features.
     macro_rules! token_kernel {
         ($(#[$doc:meta])* $name:ident, $class:ident, $features:literal) => {
             $(#[$doc])*
             #[target_feature(enable = $features)]
-            pub(super) fn $name<const V: usize>(
+            pub(super) fn $name<const V: usize, const NARROW: bool>(
                 dec: &mut band_rans::Decoder<'_>,
                 entries: Entries<'_>,
                 lookup: &Lookup,
                 tokens: &mut [u8],
                 classes: &mut [u8],
             ) -> usize {
-        let bands = V * LANES;
+        // Narrow: 8 bands in the low half of one register, the high half idle.
+        let bands = if NARROW { LANES / 2 } else { V * LANES };
+        let used: __mmask16 = if NARROW { 0x00ff } else { 0xffff };
         let n = tokens.len().min(classes.len());
         let turns = n / bands;
         let cfg = lookup.cfg;
@@ -367,7 +375,7 @@ mod x86 {
                     );
                     (symbol, _mm512_srli_epi32::<CLASS_SHIFT>(range), state)
                 };
-                let renormalise = _mm512_cmplt_epu32_mask(state, bound);
+                let renormalise = _mm512_cmplt_epu32_mask(state, bound) & used;
                 // SAFETY: `pos + 32 <= input.len()` (the loop's condition: this
                 // register's words start at most `(V - 1) * 32` bytes further).
                 let words = unsafe {
@@ -378,23 +386,41 @@ mod x86 {
                     _mm512_mask_or_epi32(state, renormalise, _mm512_slli_epi32::<16>(state), words);
                 pos += 2 * renormalise.count_ones() as usize;
 
-                // SAFETY: positions `at..at + 16` lie in both buffers (`turn < n / bands`).
-                unsafe {
-                    _mm_storeu_si128(
-                        tokens.as_mut_ptr().add(at).cast(),
-                        _mm512_cvtepi32_epi8(symbol),
-                    );
-                    _mm_storeu_si128(
-                        classes.as_mut_ptr().add(at).cast(),
-                        _mm512_cvtepi32_epi8(class),
-                    );
+                if NARROW {
+                    // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n / 8`).
+                    unsafe {
+                        _mm_storel_epi64(
+                            tokens.as_mut_ptr().add(at).cast(),
+                            _mm512_cvtepi32_epi8(symbol),
+                        );
+                        _mm_storel_epi64(
+                            classes.as_mut_ptr().add(at).cast(),
+                            _mm512_cvtepi32_epi8(class),
+                        );
+                    }
+                } else {
+                    // SAFETY: positions `at..at + 16` lie in both buffers (`turn < n /
+                    // bands`).
+                    unsafe {
+                        _mm_storeu_si128(
+                            tokens.as_mut_ptr().add(at).cast(),
+                            _mm512_cvtepi32_epi8(symbol),
+                        );
+                        _mm_storeu_si128(
+                            classes.as_mut_ptr().add(at).cast(),
+                            _mm512_cvtepi32_epi8(class),
+                        );
+                    }
                 }
             }
             turn += 1;
         }
         for (v, x) in x.iter().enumerate() {
-            // SAFETY: `V * 16` states of 4 bytes each (at most 32), unaligned.
-            unsafe { _mm512_storeu_si512(dec.states.as_mut_ptr().add(v * LANES).cast(), *x) };
+            // SAFETY: `V * 16` states of 4 bytes each (at most 32), unaligned; the
+            // bands' own only.
+            unsafe {
+                _mm512_mask_storeu_epi32(dec.states.as_mut_ptr().add(v * LANES).cast(), used, *x)
+            };
         }
         dec.pos = pos;
         turn * bands
@@ -925,7 +951,7 @@ mod tests {
 
     fn kernel_decodes_as_the_portable_decoder<T: crate::word::Word>(seed: u64) {
         let mut rng = SmallRng::seed_from_u64(seed);
-        for case in 0..60 {
+        for case in 0..72 {
             let (buckets, split) = [(1u8, 1u8), (6, 1), (16, 3), (3, 3)][case % 4];
             let cfg = ContextConfig {
                 buckets,
@@ -949,7 +975,7 @@ mod tests {
                     .collect();
                 tables.push(&normalize(&weights), &lookup_classes);
             }
-            let bands = [16, 32][case / 4 % 2];
+            let bands = [8, 16, 32][case / 4 % 3];
             let width = bands * [1usize, 2, 8, 64][case % 4];
             let left = bands * rng.gen_range(1..4);
             let n = width * rng.gen_range(1..40);
