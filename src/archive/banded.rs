@@ -184,29 +184,28 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             );
             lookup.decode_tokens(&mut dec, tables.as_slice(), tokens, classes, done);
             dec.finish()?;
-            if T::BITS <= 32 && bands.is_multiple_of(kernel::LANES) {
+            if T::BITS <= 32 {
                 if scratch.ordered.len() < n {
                     scratch.ordered.resize(n, 0);
                 }
                 let ordered = &mut scratch.ordered[..n];
                 let mut bit = 0;
                 let done = kernel::restore_values(tokens, &lookup.values, raw, &mut bit, ordered);
-                let mut bits = BitCursor::at(raw, bit);
-                for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
-                    *o = value::<u32>(token, &lookup.values, &mut bits);
+                if done > 0 {
+                    let bits = restore_rest(tokens, &lookup.values, raw, bit, done, ordered);
+                    if !kernel::unband(ordered, width, bands, out) {
+                        crate::isa::vectorised(
+                            #[inline(always)]
+                            || match bands {
+                                16 => unband::<u32, T, 16>(ordered, width, out),
+                                32 => unband::<u32, T, 32>(ordered, width, out),
+                                _ => unband_by(ordered, width, bands, out),
+                            },
+                        );
+                    }
+                    return bits.finish("raw bits");
                 }
-                if !kernel::unband(ordered, width, bands, out) {
-                    crate::isa::vectorised(
-                        #[inline(always)]
-                        || match bands {
-                            16 => unband::<u32, T, 16>(ordered, width, out),
-                            _ => unband::<u32, T, 32>(ordered, width, out),
-                        },
-                    );
-                }
-                return bits.finish("raw bits");
-            }
-            if T::BITS == 64 {
+            } else {
                 if scratch.wide.len() < n {
                     scratch.wide.resize(n, 0);
                 }
@@ -215,10 +214,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
                 let done =
                     kernel::restore_wide_values(tokens, &lookup.values, raw, &mut bit, ordered);
                 if done > 0 {
-                    let mut bits = BitCursor::at(raw, bit);
-                    for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
-                        *o = value::<u64>(token, &lookup.values, &mut bits);
-                    }
+                    let bits = restore_rest(tokens, &lookup.values, raw, bit, done, ordered);
                     if !kernel::unband_wide(ordered, width, bands, out) {
                         crate::isa::vectorised(
                             #[inline(always)]
@@ -290,10 +286,15 @@ fn unband<S: Copy + Into<u64>, T: Word, const BANDS: usize>(
 
 /// [`unband`] of any number of `bands` (1 when the rows are not whole).
 #[inline(always)]
-fn unband_by<T: Word>(ordered: &[u64], width: usize, bands: usize, out: &mut [T]) {
+fn unband_by<S: Copy + Into<u64>, T: Word>(
+    ordered: &[S],
+    width: usize,
+    bands: usize,
+    out: &mut [T],
+) {
     if bands == 1 {
         for (o, &v) in out.iter_mut().zip(ordered) {
-            *o = T::from_u64(v);
+            *o = T::from_u64(v.into());
         }
         return;
     }
@@ -301,10 +302,28 @@ fn unband_by<T: Word>(ordered: &[u64], width: usize, bands: usize, out: &mut [T]
     for (row, from) in out.chunks_exact_mut(width).zip(ordered.chunks_exact(width)) {
         for (g, band) in row.chunks_exact_mut(b).enumerate() {
             for (c, o) in band.iter_mut().enumerate() {
-                *o = T::from_u64(from[c * bands + g]);
+                *o = T::from_u64(from[c * bands + g].into());
             }
         }
     }
+}
+
+/// Reads the values of `tokens[done..]` (in band order) into `ordered[done..]`, their
+/// raw bits from `raw` from bit `bit`, after a kernel read those before; returns the
+/// reader, at the end of the last value's bits.
+fn restore_rest<'a, S: Word>(
+    tokens: &[u8],
+    values: &[u32; 256],
+    raw: &'a [u8],
+    bit: u64,
+    done: usize,
+    ordered: &mut [S],
+) -> BitCursor<'a> {
+    let mut bits = BitCursor::at(raw, bit);
+    for (o, &token) in ordered[done..].iter_mut().zip(&tokens[done..]) {
+        *o = value::<S>(token, values, &mut bits);
+    }
+    bits
 }
 
 /// What decoding a tile's tokens looks up: the context of each pair of neighbours and
