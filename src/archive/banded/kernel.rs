@@ -12,6 +12,7 @@ use super::super::rans::{range_freq, PROB_SCALE};
 use super::Lookup;
 
 /// Bands one register decodes at once: 16 lanes of 32 bits.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const LANES: usize = 16;
 
 /// Decodes the tokens of the first turns of 8, 16 or 32 bands into `tokens` and
