@@ -176,42 +176,82 @@ pub(super) fn choose<T: Word>(
         left: spatial.stride.max(1),
     };
     let mut scratch = SampleScratch::default();
-    let mut estimate = |coding: Coding| -> u64 {
-        starts
-            .iter()
-            .map(|&start| {
-                let columns = start..start + width;
-                sample_residuals::<T>(
-                    src,
-                    g,
-                    tile,
-                    &sample,
-                    coding,
-                    spatial,
-                    columns,
-                    &mut scratch,
-                );
-                coding.coder.estimate_bits(&scratch.residuals, dims)
-            })
-            .sum()
+    let mut estimate = |coding: Coding, cost: Cost| -> u64 {
+        let mut lengths = BitLengths::default();
+        let mut bits = 0;
+        for &start in &starts {
+            let columns = start..start + width;
+            sample_residuals::<T>(
+                src,
+                g,
+                tile,
+                &sample,
+                coding,
+                spatial,
+                columns,
+                &mut scratch,
+            );
+            match cost {
+                Cost::Coder => bits += coding.coder.estimate_bits(&scratch.residuals, dims),
+                Cost::BitLengths => lengths.add(&scratch.residuals),
+            }
+        }
+        match cost {
+            Cost::Coder => bits,
+            Cost::BitLengths => lengths.bits(),
+        }
     };
-    let mut best_of = |options: Vec<Coding>| {
+    // Each coding is estimated by its coder once, however many stages compare it.
+    let mut estimated: Vec<(Coding, u64)> = Vec::new();
+    let mut best_of = |options: Vec<Coding>, estimate: &mut dyn FnMut(Coding, Cost) -> u64| {
         options
             .into_iter()
-            .map(|c| (estimate(c), c))
+            .map(|c| {
+                let bits = match estimated.iter().find(|(e, _)| *e == c) {
+                    Some(&(_, bits)) => bits,
+                    None => {
+                        let bits = estimate(c, Cost::Coder);
+                        estimated.push((c, bits));
+                        bits
+                    }
+                };
+                (bits, c)
+            })
             .min_by_key(|&(bits, _)| bits)
             .expect("at least one candidate")
             .1
     };
     if !candidates.greedy {
-        return best_of(all);
+        return best_of(all, &mut estimate);
     }
     // The predictors are compared with a spatially predicted first row when it is a
     // candidate: in a tile of few rows the first row is a large share, and a predictor
     // judged with it coded as it is would lose to one that predicts it spatially anyway
     // (Lorenzo) even where the other with the head is smaller.
     let head = candidates.heads.contains(&true);
-    let best = best_of(all.into_iter().filter(|c| c.spatial_head == head).collect());
+    let first: Vec<Coding> = all.into_iter().filter(|c| c.spatial_head == head).collect();
+    // The coder's estimate (a context model fitted to each sample segment) is the
+    // search's main cost: of each map's predictors it ranks only the shortlist that the
+    // bit lengths rank best (the bit lengths would misjudge the maps against each other:
+    // the context model gains more on some maps' residuals).
+    let mut ranked: Vec<(ResidualMap, u64, usize)> = Vec::with_capacity(first.len());
+    for (i, &c) in first.iter().enumerate() {
+        let in_map = first.iter().filter(|o| o.map == c.map).count();
+        let bits = if in_map > SHORTLIST {
+            estimate(c, Cost::BitLengths)
+        } else {
+            0
+        };
+        ranked.push((c.map, bits, i));
+    }
+    ranked.sort_unstable_by_key(|&(map, bits, i)| (map.id(), bits, i));
+    let mut kept: Vec<usize> = (ranked.chunk_by(|a, b| a.0 == b.0))
+        .flat_map(|group| group.iter().take(SHORTLIST).map(|&(_, _, i)| i))
+        .collect();
+    // In the candidates' order, so that ties go as without the shortlist.
+    kept.sort_unstable();
+    let shortlist = kept.into_iter().map(|i| first[i]).collect();
+    let best = best_of(shortlist, &mut estimate);
     best_of(
         (candidates.heads.iter())
             .map(|&spatial_head| Coding {
@@ -219,7 +259,60 @@ pub(super) fn choose<T: Word>(
                 ..best
             })
             .collect(),
+        &mut estimate,
     )
+}
+
+/// How a candidate's sample is costed.
+#[derive(Debug, Clone, Copy)]
+enum Cost {
+    /// The coder's estimate.
+    Coder,
+    /// [`BitLengths::bits`].
+    BitLengths,
+}
+
+/// Predictors of each residual map that archive mode's search ranks by the coder's
+/// estimate; the others are ranked out by [`BitLengths::bits`] first.
+const SHORTLIST: usize = 2;
+
+/// The histogram of the bit lengths of a candidate's sample: a cheap estimate of its
+/// size ([`BitLengths::bits`]) that ranks the predictors of one map nearly as the
+/// context coders' estimate does: it leaves out the context gain, which varies less
+/// between them than between maps.
+struct BitLengths {
+    /// Values of each bit length, 0 to 64.
+    histogram: [u32; 65],
+}
+
+impl Default for BitLengths {
+    fn default() -> Self {
+        BitLengths { histogram: [0; 65] }
+    }
+}
+
+impl BitLengths {
+    /// Counts the bit lengths of `values`.
+    fn add<T: Word>(&mut self, values: &[T]) {
+        for v in values {
+            self.histogram[v.bit_length() as usize] += 1;
+        }
+    }
+
+    /// Bits of the values counted coded as their bit lengths with one static model (the
+    /// entropy of the histogram) followed by the bits below each leading one.
+    fn bits(&self) -> u64 {
+        let n: u32 = self.histogram.iter().sum();
+        let n = f64::from(n);
+        let mut bits = 0.0f64;
+        for (length, &count) in self.histogram.iter().enumerate() {
+            if count > 0 {
+                let c = f64::from(count);
+                bits += c * (n / c).log2() + c * length.saturating_sub(1) as f64;
+            }
+        }
+        bits as u64
+    }
 }
 
 /// The residuals of `coding` in the sampled rows and planes of `tile`, over `columns`,
@@ -354,6 +447,55 @@ fn sample_rows(tile: &Tile, cols: usize, sampling: Sampling) -> SampleRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bit_lengths_cost_their_entropy_and_the_bits_below_the_leading_ones() {
+        let mut lengths = BitLengths::default();
+        // Lengths 0, 1, 2, 2 over two calls: 2 + 2 + 2 x 1 bits of entropy, and
+        // 0 + 0 + 2 x 1 bits below the leading ones.
+        lengths.add(&[0u32, 1]);
+        lengths.add(&[2u32, 3]);
+        assert_eq!(lengths.bits(), 8);
+        // One length only: no entropy, 63 bits below each leading one.
+        let mut wide = BitLengths::default();
+        wide.add(&[u64::MAX; 3]);
+        assert_eq!(wide.bits(), 3 * 63);
+        assert_eq!(BitLengths::default().bits(), 0);
+    }
+
+    #[test]
+    fn archive_search_finds_the_predictor_that_predicts_each_series_exactly() {
+        use crate::params::{ElementKind, Mode, Params};
+        // Quadratics in time, their coefficients column by column: the 3-point Lagrange
+        // extrapolation predicts every sample after a series' first three exactly, and
+        // of the predictors that do, it is the first candidate.
+        let (rows, cols) = (64, 512);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u32
+        };
+        let coefficients: Vec<[u32; 3]> = (0..cols)
+            .map(|_| [next(), next() % 4096, next() % 64])
+            .collect();
+        let data: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| {
+                let (t, [a, b, k]) = ((i / cols) as u32, coefficients[i % cols]);
+                a.wrapping_add(b * t).wrapping_add(k * t * t).to_le_bytes()
+            })
+            .collect();
+        let g = Geometry::from_shape(&[rows, cols], 0, 0).unwrap();
+        let mut params = Params::new(4, &[rows, cols]);
+        params.mode = Mode::Archive;
+        params.element = ElementKind::Integer;
+        let candidates = params.candidates(false);
+        assert!(candidates.greedy && candidates.all().len() > SHORTLIST);
+        let spatial = Spatial { stride: 0, run: 0 };
+        let coding = choose::<u32>(&data, &g, &g.tiles()[0], &candidates, spatial);
+        assert_eq!(coding.predictor, Predictor::Lagrange(3));
+    }
 
     fn tile(planes: usize, rows: usize) -> Tile {
         Tile {
