@@ -170,9 +170,7 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             let mut kept = cell.try_borrow_mut();
             let scratch = kept.as_deref_mut().unwrap_or(&mut fresh);
             // Every token and class is written before it is read: grow only.
-            if scratch.tokens.len() < 2 * n {
-                scratch.tokens.resize(2 * n, 0);
-            }
+            grow(&mut scratch.tokens, 2 * n);
             let (tokens, classes) = scratch.tokens[..2 * n].split_at_mut(n);
             let done = kernel::decode_tokens(
                 &mut dec,
@@ -184,49 +182,40 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             );
             lookup.decode_tokens(&mut dec, tables.as_slice(), tokens, classes, done);
             dec.finish()?;
-            if T::BITS <= 32 {
-                if scratch.ordered.len() < n {
-                    scratch.ordered.resize(n, 0);
-                }
+            // The values in band order by the vector raw-bit kernel of their width, then
+            // put in place; when that kernel does not run, by the portable reader below.
+            let by_kernel = if T::BITS <= 32 {
+                grow(&mut scratch.ordered, n);
                 let ordered = &mut scratch.ordered[..n];
-                let mut bit = 0;
-                let done = kernel::restore_values(tokens, &lookup.values, raw, &mut bit, ordered);
-                if done > 0 {
-                    let bits = restore_rest(tokens, &lookup.values, raw, bit, done, ordered);
-                    if !kernel::unband(ordered, width, bands, out) {
-                        crate::isa::vectorised(
-                            #[inline(always)]
-                            || match bands {
-                                16 => unband::<u32, T, 16>(ordered, width, out),
-                                32 => unband::<u32, T, 32>(ordered, width, out),
-                                _ => unband_by(ordered, width, bands, out),
-                            },
-                        );
-                    }
-                    return bits.finish("raw bits");
-                }
+                let kernels: Kernels<u32, T> = (kernel::restore_values, kernel::unband::<T>);
+                restore_by_kernel(
+                    tokens,
+                    &lookup.values,
+                    raw,
+                    width,
+                    bands,
+                    ordered,
+                    kernels,
+                    out,
+                )
             } else {
-                if scratch.wide.len() < n {
-                    scratch.wide.resize(n, 0);
-                }
+                grow(&mut scratch.wide, n);
                 let ordered = &mut scratch.wide[..n];
-                let mut bit = 0;
-                let done =
-                    kernel::restore_wide_values(tokens, &lookup.values, raw, &mut bit, ordered);
-                if done > 0 {
-                    let bits = restore_rest(tokens, &lookup.values, raw, bit, done, ordered);
-                    if !kernel::unband_wide(ordered, width, bands, out) {
-                        crate::isa::vectorised(
-                            #[inline(always)]
-                            || match bands {
-                                16 => unband::<u64, T, 16>(ordered, width, out),
-                                32 => unband::<u64, T, 32>(ordered, width, out),
-                                _ => unband_by(ordered, width, bands, out),
-                            },
-                        );
-                    }
-                    return bits.finish("raw bits");
-                }
+                let kernels: Kernels<u64, T> =
+                    (kernel::restore_wide_values, kernel::unband_wide::<T>);
+                restore_by_kernel(
+                    tokens,
+                    &lookup.values,
+                    raw,
+                    width,
+                    bands,
+                    ordered,
+                    kernels,
+                    out,
+                )
+            };
+            if let Some(finished) = by_kernel {
+                return finished;
             }
             let mut bits = BitCursor::new(raw);
             restore(tokens, &lookup.values, &mut bits, width, bands, out);
@@ -306,6 +295,55 @@ fn unband_by<S: Copy + Into<u64>, T: Word>(
             }
         }
     }
+}
+
+/// Grows `buffer` to at least `n` values (every one is written before it is read).
+fn grow<S: Default + Clone>(buffer: &mut Vec<S>, n: usize) {
+    if buffer.len() < n {
+        buffer.resize(n, S::default());
+    }
+}
+
+/// A vector raw-bit kernel of values of `S` (see [`kernel::restore_values`]) and the
+/// vector kernel that puts such values in place (see [`kernel::unband`]).
+type Kernels<S, T> = (
+    fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [S]) -> usize,
+    fn(&[S], usize, usize, &mut [T]) -> bool,
+);
+
+/// Restores the values of `tokens` (in band order) into `out` (rows of `width`, `bands`
+/// bands): their raw bits from `raw` read into `ordered` by the raw-bit kernel of
+/// `kernels` and, past where it stops, by the portable reader; then put in place by the
+/// placing kernel of `kernels` or the portable loop. `None` when the raw-bit kernel does
+/// not run (this CPU has none), else whether the raw bits were consumed exactly.
+#[allow(clippy::too_many_arguments)]
+fn restore_by_kernel<S: Word + Into<u64>, T: Word>(
+    tokens: &[u8],
+    values: &[u32; 256],
+    raw: &[u8],
+    width: usize,
+    bands: usize,
+    ordered: &mut [S],
+    (restore_kernel, place_kernel): Kernels<S, T>,
+    out: &mut [T],
+) -> Option<Result<(), StreamError>> {
+    let mut bit = 0;
+    let done = restore_kernel(tokens, values, raw, &mut bit, ordered);
+    if done == 0 {
+        return None;
+    }
+    let bits = restore_rest(tokens, values, raw, bit, done, ordered);
+    if !place_kernel(ordered, width, bands, out) {
+        crate::isa::vectorised(
+            #[inline(always)]
+            || match bands {
+                16 => unband::<S, T, 16>(ordered, width, out),
+                32 => unband::<S, T, 32>(ordered, width, out),
+                _ => unband_by(ordered, width, bands, out),
+            },
+        );
+    }
+    Some(bits.finish("raw bits"))
 }
 
 /// Reads the values of `tokens[done..]` (in band order) into `ordered[done..]`, their
