@@ -16,12 +16,11 @@ pub fn data_checksum(bytes: &[u8]) -> u64 {
 /// XXH3-64 of the words of `tile` in `chunk`, row by row: computed per tile so the
 /// checksum of a chunk is computed in parallel, and still covers every decoded byte.
 pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
-    digest_rows(joined(g.tile_row_ranges(tile)).map(|words| &chunk[words.start * w..words.end * w]))
+    digest_rows(joined(g.tile_spans(tile)).map(|words| &chunk[words.start * w..words.end * w]))
 }
 
 /// `ranges` with each run of ranges that follow one another in memory joined into one:
-/// a tile's short rows (series along an inner axis) hashed in long pieces, not a few
-/// words at a time. The digest is of the same bytes either way.
+/// a tile's planes, when it covers them whole, hashed as one piece. The digest is of the same bytes either way.
 fn joined(ranges: impl Iterator<Item = Range<usize>>) -> impl Iterator<Item = Range<usize>> {
     let mut ranges = ranges.peekable();
     std::iter::from_fn(move || {

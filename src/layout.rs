@@ -409,6 +409,33 @@ impl Geometry {
         })
     }
 
+    /// The word ranges that `tile` covers in the chunk, in order: a tile of whole rows
+    /// as one range per plane (its rows follow one another in memory), any other tile
+    /// row by row as [`Geometry::tile_row_ranges`]. The same words either way; a tile of
+    /// many short rows (series along an inner axis) is then visited in a few long pieces.
+    pub fn tile_spans<'a>(
+        &'a self,
+        tile: &'a Tile,
+    ) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
+        let whole_rows = tile.col0 == 0 && tile.col1 >= self.lag;
+        let rows = if whole_rows {
+            tile.row0..(tile.row0 + 1).min(tile.row1)
+        } else {
+            tile.row0..tile.row1
+        };
+        (tile.plane0..tile.plane1).flat_map(move |plane| {
+            rows.clone().filter_map(move |row| {
+                let at = self.offset(plane, row, tile.col0);
+                let end = if whole_rows {
+                    plane * self.plane_len + (tile.row1 * self.lag).min(self.plane_len)
+                } else {
+                    at + self.tile_row_width(tile, row)
+                };
+                (end > at).then_some(at..end)
+            })
+        })
+    }
+
     /// Word offset of row `row`, column `col` of plane `plane` in the chunk.
     pub fn offset(&self, plane: usize, row: usize, col: usize) -> usize {
         plane * self.plane_len + row * self.lag + col
@@ -622,6 +649,36 @@ mod tests {
             assert!(covered(&g).iter().all(|&h| h == 1), "{shape:?} lag {lag}");
             let total: usize = g.tiles().iter().map(|t| g.tile_words(t)).sum();
             assert_eq!(total, g.words());
+        }
+    }
+
+    #[test]
+    fn tile_spans_are_the_tiles_rows_joined_where_they_follow_in_memory() {
+        let cases: &[(&[usize], usize, usize)] = &[
+            (&[2, 6, 4, 1536, 2], 3, 0),
+            (&[60, 36, 64, 2], 0, 0),
+            (&[4, 100, 64], 1, 0),
+            (&[100_000, 3], 1, 0),
+            (&[7, 300_001], 0, 0),
+            (&[3, 5, 7], 2, 2),
+        ];
+        for &(shape, axis, lag) in cases {
+            let g = Geometry::from_shape(shape, axis, lag).unwrap();
+            for tile in g.tiles() {
+                let words = |ranges: Vec<std::ops::Range<usize>>| -> Vec<usize> {
+                    ranges.into_iter().flatten().collect()
+                };
+                let rows: Vec<_> = g.tile_row_ranges(&tile).collect();
+                let spans: Vec<_> = g.tile_spans(&tile).collect();
+                let whole_rows = tile.col0 == 0 && tile.col1 >= g.lag;
+                let expected = if whole_rows {
+                    tile.plane1 - tile.plane0
+                } else {
+                    rows.len()
+                };
+                assert_eq!(spans.len(), expected, "{shape:?} {tile:?}");
+                assert_eq!(words(spans), words(rows), "{shape:?} {tile:?}");
+            }
         }
     }
 

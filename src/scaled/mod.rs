@@ -21,7 +21,9 @@ const PROBES: usize = 4;
 /// The chunk's words as integers and the scale section, if the floats of `data` (words
 /// of `T`, shape `shape`) are integers times one scale per group, for one of the
 /// shape's trailing sizes as the group (a spectrum, a spectrum of every product, ...):
-/// the largest that works. Probes at the start of a few groups reject most chunks of
+/// the largest that works. The smallest group is quantised first, and its scales carried
+/// over to each larger group in turn (see [`scale::coarsened`]): a chunk of one scale
+/// per spectrum is then not searched for a scale of the whole chunk first. Probes at the start of a few groups reject most chunks of
 /// other data after looking at a few dozen words. The integers' buffer comes from
 /// [`buffers`]: give it back when done.
 pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>, Scales)> {
@@ -53,17 +55,39 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
         words.clear();
         words.extend(data[..len * T::BYTES].chunks_exact(T::BYTES).map(T::load));
         let mut bytes = buffers::take(len * T::BYTES);
-        for group in groups.into_iter().rev() {
-            bytes.clear();
-            let count = words.len().div_ceil(group);
-            if let Some(scales) = scale::quantise_chunk_into(words, group, count / 16, &mut bytes) {
+        let most_unscaled = |group: usize| words.len().div_ceil(group) / MOST_UNSCALED_PART;
+        let Some(scales) =
+            scale::quantise_chunk_into(words, smallest, most_unscaled(smallest), &mut bytes)
+        else {
+            buffers::give(bytes);
+            return None;
+        };
+        // The largest group that the smallest groups' scales carry over to.
+        for &group in groups.iter().rev().take_while(|&&g| g > smallest) {
+            let merged = scale::coarsened(
+                words,
+                smallest,
+                &scales,
+                group,
+                most_unscaled(group),
+                &mut bytes,
+            );
+            if let Some(scales) = merged {
                 return Some((bytes, Scales { group, scales }));
             }
         }
-        buffers::give(bytes);
-        None
+        Some((
+            bytes,
+            Scales {
+                group: smallest,
+                scales,
+            },
+        ))
     })
 }
+
+/// At most one group in this many may be left without a scale.
+const MOST_UNSCALED_PART: usize = 16;
 
 /// The first [`PROBE_WORDS`] words of `data` that are not positive zeros, if it has
 /// that many. Zeros are a multiple of every scale, so they say nothing: flagged data
@@ -112,6 +136,38 @@ mod tests {
         assert_eq!(words[5], 0x8000_0000);
         assert_eq!(probe_words::<u32>(&bytes_of(&[0.0; 64])), None);
         assert_eq!(probe_words::<u32>(&bytes_of(&[1.0; 15])), None);
+    }
+
+    #[test]
+    fn one_scale_for_every_spectrum_is_found_for_the_whole_chunk() {
+        // Eight spectra of 512 channels, int16 times one float32 scale: the first holds
+        // small integers, whose rounding admits scales the others' larger integers do
+        // not, and the second is flagged (zero).
+        let shape = [8, 512];
+        let scale = 0.012_345_f32;
+        let values: Vec<f32> = (0..8 * 512)
+            .map(|k| {
+                let (spectrum, channel) = (k / 512, k % 512);
+                let q = match spectrum {
+                    0 => (channel % 7) as f32 - 3.0,
+                    1 => 0.0,
+                    _ => ((k * 37) % 2001) as f32 - 1000.0,
+                };
+                q * scale
+            })
+            .collect();
+        let data = bytes_of(&values);
+        let words: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        let spectra = scale::quantise_chunk(&words, 512, 0).expect("every spectrum scaled");
+        assert!(
+            spectra.scales.iter().any(|&s| s != spectra.scales[0]),
+            "the spectra's own scales differ"
+        );
+        let (integers, scales) = scaled_integers::<u32>(&data, &shape).expect("scaled");
+        assert_eq!((scales.group, scales.scales.len()), (8 * 512, 1));
+        let mut back = integers;
+        dequantise_bytes(&mut back, 4, scales.group, &scales.scales);
+        assert_eq!(back, data);
     }
 
     #[test]

@@ -135,11 +135,13 @@ fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
 
 /// A scale under which every word of `group` is an integer multiple, if one is found.
 ///
-/// Candidates, each verified on every word: the smallest rung (the smallest magnitude,
+/// Candidates, each verified on every word: for a group longer than its head (its first
+/// [`HEAD_WORDS`] words that are not zero), the largest magnitude over common full-scale
+/// integers, then the head's own scale; then the smallest rung (the smallest magnitude,
 /// or the smallest gap between magnitudes) taken as 1 to 64 times the scale and climbed
-/// through the larger rungs (see [`climb`]), then the largest magnitude over common
-/// full-scale integers; each also as the middle of the interval of scales the words'
-/// rounding allows (see [`refine`]).
+/// through the larger rungs (see [`climb`]), then the full-scale candidates again (for
+/// a group no longer than its head); each also as the middle of the interval of scales
+/// the words' rounding allows (see [`refine`]).
 pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // A group has a scale only if its first words that are not zero do: most groups of
     // other data are turned down after a look at those. Zeros are a multiple of every
@@ -150,7 +152,22 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
         .filter(|x| x.to_u64() != 0)
         .take(HEAD_WORDS)
         .collect();
+    let (smallest, largest) = crate::isa::vectorised(
+        #[inline(always)]
+        || magnitude_range(group),
+    )?;
+    let admitted = |s: &f64| refine(&head, *s).is_some();
+    let full_scales = FULL_SCALES
+        .iter()
+        .map(|&d| largest / d)
+        .filter(admitted)
+        .flat_map(|s| [refine(group, s), Some(s), Some(f64::from(s as f32))]);
     if group.len() > head.len() {
+        // A group scaled to fill its integers' range (a spectrum scaled by its peak) is
+        // answered by its largest magnitude over a common full scale, with no search.
+        if let Some(scale) = full_scales.clone().flatten().find(|&s| fits(group, s)) {
+            return Some(scale);
+        }
         // The head's scale, refined over the group (or as it is), is the usual answer:
         // tried before the group's own rungs are built.
         let head = find_scale(&head)?;
@@ -162,10 +179,6 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
             return Some(scale);
         }
     }
-    let (smallest, largest) = crate::isa::vectorised(
-        #[inline(always)]
-        || magnitude_range(group),
-    )?;
     if largest == 0.0 {
         // Zeros only (positive zeros: a negative zero is no multiple of 1).
         return group
@@ -179,16 +192,10 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // (climbed through every rung to full precision), then common full-scale ranges.
     // A seed is refined over the whole group only when the first words' rounding admits
     // it: most wrong seeds cost a look at a few dozen words.
-    let admitted = |s: &f64| refine(&head, *s).is_some();
     let climbed = (1..=SMALLEST_MULTIPLES)
         .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
         .filter(admitted)
         .flat_map(|s| [refine(group, s), Some(s)]);
-    let full_scales = FULL_SCALES
-        .iter()
-        .map(|&d| largest / d)
-        .filter(admitted)
-        .flat_map(|s| [refine(group, s), Some(s), Some(f64::from(s as f32))]);
     climbed
         .chain(full_scales)
         .flatten()
@@ -519,42 +526,113 @@ pub fn quantise_chunk_into<T: Word>(
             // The first groups have no scale: the probes were misled.
             return None;
         }
-        let at = integers.len();
-        integers.resize(at + g.len() * T::BYTES, 0);
-        let out = &mut integers[at..];
-        match found {
-            Some(scale) => {
-                scales.push(scale.to_bits());
-                // The scale fits every word: each is its nearest integer, which the loop
-                // takes with no check (so it vectorises).
-                let inverse = 1.0 / scale;
-                crate::isa::vectorised(
-                    #[inline(always)]
-                    || {
-                        for (&x, o) in g.iter().zip(out.chunks_exact_mut(T::BYTES)) {
-                            let r = value(x) * inverse;
-                            T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64).store(o);
-                        }
-                    },
-                );
-                debug_assert!(g.iter().zip(out.chunks_exact(T::BYTES)).all(|(&x, q)| {
-                    quantise_with(x, scale, inverse) == Some(signed(T::load(q)))
-                }));
-            }
-            None => {
-                unscaled += 1;
-                if unscaled > max_unscaled {
-                    return None;
-                }
-                scales.push(UNSCALED);
-                for (&x, o) in g.iter().zip(out.chunks_exact_mut(T::BYTES)) {
-                    x.store(o);
-                }
+        if found.is_none() {
+            unscaled += 1;
+            if unscaled > max_unscaled {
+                return None;
             }
         }
+        let at = integers.len();
+        integers.resize(at + g.len() * T::BYTES, 0);
+        scales.push(write_group(g, found, &mut integers[at..]));
     }
     (unscaled < scales.len()).then_some(scales)
 }
+
+/// Writes the words of `group` to `out` as integers under `scale`, which fits every one
+/// of them, or as they are when there is none; returns the scale's bits ([`UNSCALED`]
+/// for none).
+fn write_group<T: Word>(group: &[T], scale: Option<f64>, out: &mut [u8]) -> u64 {
+    let Some(scale) = scale else {
+        for (&x, o) in group.iter().zip(out.chunks_exact_mut(T::BYTES)) {
+            x.store(o);
+        }
+        return UNSCALED;
+    };
+    // The scale fits every word: each is its nearest integer, which the loop takes with
+    // no check (so it vectorises).
+    let inverse = 1.0 / scale;
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            for (&x, o) in group.iter().zip(out.chunks_exact_mut(T::BYTES)) {
+                let r = value(x) * inverse;
+                T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64).store(o);
+            }
+        },
+    );
+    debug_assert!(group
+        .iter()
+        .zip(out.chunks_exact(T::BYTES))
+        .all(|(&x, q)| { quantise_with(x, scale, inverse) == Some(signed(T::load(q))) }));
+    scale.to_bits()
+}
+
+/// The scales of `words` in groups of `group` words, given `scales`, those of its groups
+/// of `small` words (a divisor of `group`) that made `integers` (see
+/// [`quantise_chunk_into`]): a group whose small groups share one scale (or none) keeps
+/// it; any other is given the scale refined over it from one of the first
+/// [`MOST_SEEDS`] distinct scales of its small groups (a group of zeros has scale 1),
+/// when that fits all its words, or none, and its `integers` are rewritten
+/// accordingly. None, with `integers` untouched, when more than `max_unscaled` groups
+/// (or all of them) are left without a scale: a group's first differing small groups
+/// usually tell, so a size that does not fit costs little.
+pub fn coarsened<T: Word>(
+    words: &[T],
+    small: usize,
+    scales: &[u64],
+    group: usize,
+    max_unscaled: usize,
+    integers: &mut [u8],
+) -> Option<Vec<u64>> {
+    if small == 0 || !group.is_multiple_of(small) || scales.len() != words.len().div_ceil(small) {
+        return None;
+    }
+    let per = group / small;
+    let mut merged = Vec::with_capacity(scales.len().div_ceil(per));
+    // Groups to rewrite: their index and new scale (none: kept as they are).
+    let mut rewrites: Vec<(usize, Option<f64>)> = Vec::new();
+    let mut unscaled = 0;
+    for (index, (subs, g)) in scales.chunks(per).zip(words.chunks(group)).enumerate() {
+        let scale = if subs.iter().all(|&s| s == subs[0]) {
+            subs[0]
+        } else {
+            let mut seeds: Vec<u64> = Vec::with_capacity(MOST_SEEDS);
+            for &s in subs {
+                if s != UNSCALED && !seeds.contains(&s) && seeds.len() < MOST_SEEDS {
+                    seeds.push(s);
+                }
+            }
+            let found = seeds.into_iter().map(f64::from_bits).find_map(|seed| {
+                [refine(g, seed), Some(seed)]
+                    .into_iter()
+                    .flatten()
+                    .find(|&s| fits(g, s))
+            });
+            rewrites.push((index, found));
+            found.map_or(UNSCALED, f64::to_bits)
+        };
+        if scale == UNSCALED {
+            unscaled += 1;
+            if unscaled > max_unscaled {
+                return None;
+            }
+        }
+        merged.push(scale);
+    }
+    if unscaled == merged.len() {
+        return None;
+    }
+    for (index, scale) in rewrites {
+        let g = &words[index * group..((index + 1) * group).min(words.len())];
+        let at = index * group * T::BYTES;
+        write_group(g, scale, &mut integers[at..at + g.len() * T::BYTES]);
+    }
+    Some(merged)
+}
+
+/// Distinct scales of its small groups that [`coarsened`] refines a group's scale from.
+const MOST_SEEDS: usize = 3;
 
 /// Groups without a scale at the start of a chunk after which it is not tried further.
 const GIVE_UP_AFTER: usize = 8;
