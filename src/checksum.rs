@@ -20,7 +20,8 @@ pub fn tile_digest(chunk: &[u8], g: &Geometry, tile: &Tile, w: usize) -> u64 {
 }
 
 /// `ranges` with each run of ranges that follow one another in memory joined into one:
-/// a tile's planes, when it covers them whole, hashed as one piece. The digest is of the same bytes either way.
+/// a tile's planes, when it covers them whole, hashed as one piece. The digest is of the
+/// same bytes either way.
 fn joined(ranges: impl Iterator<Item = Range<usize>>) -> impl Iterator<Item = Range<usize>> {
     let mut ranges = ranges.peekable();
     std::iter::from_fn(move || {

@@ -184,35 +184,20 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             dec.finish()?;
             // The values in band order by the vector raw-bit kernel of their width, then
             // put in place; when that kernel does not run, by the portable reader below.
+            let coded = Coded {
+                tokens,
+                values: &lookup.values,
+                raw,
+                width,
+                bands,
+            };
             let by_kernel = if T::BITS <= 32 {
-                grow(&mut scratch.ordered, n);
-                let ordered = &mut scratch.ordered[..n];
                 let kernels: Kernels<u32, T> = (kernel::restore_values, kernel::unband::<T>);
-                restore_by_kernel(
-                    tokens,
-                    &lookup.values,
-                    raw,
-                    width,
-                    bands,
-                    ordered,
-                    kernels,
-                    out,
-                )
+                coded.restore_by_kernel(&mut scratch.ordered, kernels, out)
             } else {
-                grow(&mut scratch.wide, n);
-                let ordered = &mut scratch.wide[..n];
                 let kernels: Kernels<u64, T> =
                     (kernel::restore_wide_values, kernel::unband_wide::<T>);
-                restore_by_kernel(
-                    tokens,
-                    &lookup.values,
-                    raw,
-                    width,
-                    bands,
-                    ordered,
-                    kernels,
-                    out,
-                )
+                coded.restore_by_kernel(&mut scratch.wide, kernels, out)
             };
             if let Some(finished) = by_kernel {
                 return finished;
@@ -311,39 +296,50 @@ type Kernels<S, T> = (
     fn(&[S], usize, usize, &mut [T]) -> bool,
 );
 
-/// Restores the values of `tokens` (in band order) into `out` (rows of `width`, `bands`
-/// bands): their raw bits from `raw` read into `ordered` by the raw-bit kernel of
-/// `kernels` and, past where it stops, by the portable reader; then put in place by the
-/// placing kernel of `kernels` or the portable loop. `None` when the raw-bit kernel does
-/// not run (this CPU has none), else whether the raw bits were consumed exactly.
-#[allow(clippy::too_many_arguments)]
-fn restore_by_kernel<S: Word + Into<u64>, T: Word>(
-    tokens: &[u8],
-    values: &[u32; 256],
-    raw: &[u8],
+/// A tile's tokens in band order, with what turns them into values: the value table of
+/// the tokens (see [`token_values`]), the raw bits, and the rows (of `width`, in `bands`
+/// bands) the values go to.
+struct Coded<'a> {
+    tokens: &'a [u8],
+    values: &'a [u32; 256],
+    raw: &'a [u8],
     width: usize,
     bands: usize,
-    ordered: &mut [S],
-    (restore_kernel, place_kernel): Kernels<S, T>,
-    out: &mut [T],
-) -> Option<Result<(), StreamError>> {
-    let mut bit = 0;
-    let done = restore_kernel(tokens, values, raw, &mut bit, ordered);
-    if done == 0 {
-        return None;
+}
+
+impl Coded<'_> {
+    /// Restores the values into `out`: their raw bits read into `ordered` (grown to the
+    /// token count) by the raw-bit kernel of `kernels` and, past where it stops, by the
+    /// portable reader; then put in place by the placing kernel of `kernels` or the
+    /// portable loop. `None` when the raw-bit kernel does not run (this CPU has none),
+    /// else whether the raw bits were consumed exactly.
+    fn restore_by_kernel<S: Word + Into<u64>, T: Word>(
+        &self,
+        ordered: &mut Vec<S>,
+        (restore_kernel, place_kernel): Kernels<S, T>,
+        out: &mut [T],
+    ) -> Option<Result<(), StreamError>> {
+        let (tokens, values, raw, width) = (self.tokens, self.values, self.raw, self.width);
+        grow(ordered, tokens.len());
+        let ordered = &mut ordered[..tokens.len()];
+        let mut bit = 0;
+        let done = restore_kernel(tokens, values, raw, &mut bit, ordered);
+        if done == 0 {
+            return None;
+        }
+        let bits = restore_rest(tokens, values, raw, bit, done, ordered);
+        if !place_kernel(ordered, width, self.bands, out) {
+            crate::isa::vectorised(
+                #[inline(always)]
+                || match self.bands {
+                    16 => unband::<S, T, 16>(ordered, width, out),
+                    32 => unband::<S, T, 32>(ordered, width, out),
+                    _ => unband_by(ordered, width, self.bands, out),
+                },
+            );
+        }
+        Some(bits.finish("raw bits"))
     }
-    let bits = restore_rest(tokens, values, raw, bit, done, ordered);
-    if !place_kernel(ordered, width, bands, out) {
-        crate::isa::vectorised(
-            #[inline(always)]
-            || match bands {
-                16 => unband::<S, T, 16>(ordered, width, out),
-                32 => unband::<S, T, 32>(ordered, width, out),
-                _ => unband_by(ordered, width, bands, out),
-            },
-        );
-    }
-    Some(bits.finish("raw bits"))
 }
 
 /// Reads the values of `tokens[done..]` (in band order) into `ordered[done..]`, their

@@ -23,9 +23,9 @@ const PROBES: usize = 4;
 /// shape's trailing sizes as the group (a spectrum, a spectrum of every product, ...):
 /// the largest that works. The smallest group is quantised first, and its scales carried
 /// over to each larger group in turn (see [`scale::coarsened`]): a chunk of one scale
-/// per spectrum is then not searched for a scale of the whole chunk first. Probes at the start of a few groups reject most chunks of
-/// other data after looking at a few dozen words. The integers' buffer comes from
-/// [`buffers`]: give it back when done.
+/// per spectrum is then not searched for a scale of the whole chunk first. Probes at the
+/// start of a few groups reject most chunks of other data after looking at a few dozen
+/// words. The integers' buffer comes from [`buffers`]: give it back when done.
 pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>, Scales)> {
     let len = data.len() / T::BYTES;
     let mut groups: Vec<usize> = (0..shape.len())

@@ -196,8 +196,10 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
         .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
         .filter(admitted)
         .flat_map(|s| [refine(group, s), Some(s)]);
+    // A group longer than its head had the full-scale candidates tried above.
+    let untried_full_scales = full_scales.filter(|_| group.len() <= head.len());
     climbed
-        .chain(full_scales)
+        .chain(untried_full_scales)
         .flatten()
         .find(|&s| fits(group, s))
 }
@@ -590,8 +592,8 @@ pub fn coarsened<T: Word>(
     }
     let per = group / small;
     let mut merged = Vec::with_capacity(scales.len().div_ceil(per));
-    // Groups to rewrite: their index and new scale (none: kept as they are).
-    let mut rewrites: Vec<(usize, Option<f64>)> = Vec::new();
+    // Groups to rewrite: their index, words and new scale (none: kept as they are).
+    let mut rewrites: Vec<(usize, &[T], Option<f64>)> = Vec::new();
     let mut unscaled = 0;
     for (index, (subs, g)) in scales.chunks(per).zip(words.chunks(group)).enumerate() {
         let scale = if subs.iter().all(|&s| s == subs[0]) {
@@ -609,7 +611,7 @@ pub fn coarsened<T: Word>(
                     .flatten()
                     .find(|&s| fits(g, s))
             });
-            rewrites.push((index, found));
+            rewrites.push((index, g, found));
             found.map_or(UNSCALED, f64::to_bits)
         };
         if scale == UNSCALED {
@@ -623,8 +625,7 @@ pub fn coarsened<T: Word>(
     if unscaled == merged.len() {
         return None;
     }
-    for (index, scale) in rewrites {
-        let g = &words[index * group..((index + 1) * group).min(words.len())];
+    for (index, g, scale) in rewrites {
         let at = index * group * T::BYTES;
         write_group(g, scale, &mut integers[at..at + g.len() * T::BYTES]);
     }
