@@ -41,13 +41,22 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
     debug_assert!(stride >= values.len());
     let mut out = vec![0u8; stride * T::BYTES];
-    let mut word = [0u8; 8];
-    for (i, v) in values.iter().enumerate() {
-        v.store(&mut word);
-        for (b, &byte) in word[..T::BYTES].iter().enumerate() {
-            out[b * stride + i] = byte;
-        }
+    if stride == 0 {
+        return out;
     }
+    // Stream by stream, each a pass over the values that shifts out its byte: no
+    // scattered stores, so it vectorises.
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            for (b, stream) in out.chunks_exact_mut(stride).enumerate() {
+                let shift = 8 * b as u32;
+                for (byte, v) in stream.iter_mut().zip(values) {
+                    *byte = (v.to_u64() >> shift) as u8;
+                }
+            }
+        },
+    );
     out
 }
 
@@ -57,14 +66,31 @@ fn unshuffle<T: Word>(bytes: &[u8], out: &mut [T]) {
 }
 
 /// Inverse of [`byte_streams`] into `out`: the values of streams of `stride` bytes.
+///
+/// # Panics
+///
+/// If `bytes` holds fewer than `T::BYTES` streams.
 pub(super) fn from_byte_streams<T: Word>(bytes: &[u8], stride: usize, out: &mut [T]) {
-    let mut word = [0u8; 8];
-    for (i, v) in out.iter_mut().enumerate() {
-        for (b, byte) in word[..T::BYTES].iter_mut().enumerate() {
-            *byte = bytes[b * stride + i];
-        }
-        *v = T::load(&word);
-    }
+    let n = out.len();
+    let streams: Vec<&[u8]> = (0..T::BYTES)
+        .map(|b| &bytes[b * stride..b * stride + n])
+        .collect();
+    // Stream by stream, each byte shifted into place: no gathered loads, so it
+    // vectorises.
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            for (v, &byte) in out.iter_mut().zip(streams[0]) {
+                *v = T::from_u64(u64::from(byte));
+            }
+            for (b, stream) in streams.iter().enumerate().skip(1) {
+                let shift = 8 * b as u32;
+                for (v, &byte) in out.iter_mut().zip(*stream) {
+                    *v = T::from_u64(v.to_u64() | u64::from(byte) << shift);
+                }
+            }
+        },
+    );
 }
 
 /// Zstandard level of the estimates that decide whether to try the coding in full.
@@ -157,6 +183,42 @@ pub fn min_encoded_len() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_streams_are_the_values_bytes_in_planes_padded_with_zeros() {
+        fn check<T: Word>(values: &[T], stride: usize) {
+            let streams = byte_streams(values, stride);
+            assert_eq!(streams.len(), stride * T::BYTES);
+            let mut word = [0u8; 8];
+            for (i, v) in values.iter().enumerate() {
+                v.store(&mut word);
+                for (b, &byte) in word[..T::BYTES].iter().enumerate() {
+                    assert_eq!(streams[b * stride + i], byte, "value {i} byte {b}");
+                }
+            }
+            for b in 0..T::BYTES {
+                let padding = &streams[b * stride + values.len()..(b + 1) * stride];
+                assert!(padding.iter().all(|&x| x == 0), "stream {b}");
+            }
+            let mut back = vec![T::default(); values.len()];
+            from_byte_streams(&streams, stride, &mut back);
+            assert_eq!(back, values);
+        }
+        let mixed = |i: u64| {
+            i.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .rotate_left(i as u32 % 64)
+        };
+        for n in [0usize, 1, 7, 33, 1000] {
+            let wide: Vec<u64> = (0..n as u64).map(mixed).collect();
+            let narrow: Vec<u32> = wide.iter().map(|&v| (v >> 17) as u32).collect();
+            let short: Vec<u16> = wide.iter().map(|&v| (v >> 40) as u16).collect();
+            for stride in [n, n + 5, 8 * n.div_ceil(8) + 8] {
+                check(&wide, stride);
+                check(&narrow, stride);
+                check(&short, stride);
+            }
+        }
+    }
 
     #[test]
     fn shuffle_puts_each_byte_plane_together() {

@@ -1160,8 +1160,13 @@ pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
 /// without.
 #[inline(always)]
 fn estimate_with<T: Word, K: Kernels>(values: &[T], simd: Option<K>) -> u64 {
+    // A plain loop: an iterator's sum may be left out of line, compiled without the
+    // caller's vector features.
     let mut full = values.chunks_exact(GROUP);
-    let mut bits: u64 = (&mut full).map(|g| u64::from(choose(g, simd).bits)).sum();
+    let mut bits = 0u64;
+    for group in &mut full {
+        bits += u64::from(choose(group, simd).bits);
+    }
     if !full.remainder().is_empty() {
         bits += u64::from(choose(full.remainder(), None::<K>).bits);
     }
