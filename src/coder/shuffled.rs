@@ -40,17 +40,16 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 /// `values.len()`): byte `b` of value `i` at `b * stride + i`, the rest zero.
 pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
     debug_assert!(stride >= values.len());
+    let n = values.len();
     let mut out = vec![0u8; stride * T::BYTES];
-    if stride == 0 {
-        return out;
-    }
     // Stream by stream, each a pass over the values that shifts out its byte: no
     // scattered stores, so it vectorises.
     crate::isa::vectorised(
         #[inline(always)]
         || {
-            for (b, stream) in out.chunks_exact_mut(stride).enumerate() {
+            for b in 0..T::BYTES {
                 let shift = 8 * b as u32;
+                let stream = &mut out[b * stride..b * stride + n];
                 for (byte, v) in stream.iter_mut().zip(values) {
                     *byte = (v.to_u64() >> shift) as u8;
                 }
@@ -72,21 +71,18 @@ fn unshuffle<T: Word>(bytes: &[u8], out: &mut [T]) {
 /// If `bytes` holds fewer than `T::BYTES` streams.
 pub(super) fn from_byte_streams<T: Word>(bytes: &[u8], stride: usize, out: &mut [T]) {
     let n = out.len();
-    let streams: Vec<&[u8]> = (0..T::BYTES)
-        .map(|b| &bytes[b * stride..b * stride + n])
-        .collect();
-    // Stream by stream, each byte shifted into place: no gathered loads, so it
-    // vectorises.
+    // Stream by stream, each byte shifted into place (the first stream's set, the
+    // others' added): no gathered loads, so it vectorises.
     crate::isa::vectorised(
         #[inline(always)]
         || {
-            for (v, &byte) in out.iter_mut().zip(streams[0]) {
-                *v = T::from_u64(u64::from(byte));
-            }
-            for (b, stream) in streams.iter().enumerate().skip(1) {
+            for b in 0..T::BYTES {
                 let shift = 8 * b as u32;
-                for (v, &byte) in out.iter_mut().zip(*stream) {
-                    *v = T::from_u64(v.to_u64() | u64::from(byte) << shift);
+                // The bytes already in place: none before the first stream's.
+                let earlier = if b == 0 { 0 } else { u64::MAX };
+                let stream = &bytes[b * stride..b * stride + n];
+                for (v, &byte) in out.iter_mut().zip(stream) {
+                    *v = T::from_u64(v.to_u64() & earlier | u64::from(byte) << shift);
                 }
             }
         },
