@@ -1,9 +1,11 @@
-//! The vector kernel of banded decoding: the 16 residuals of one turn decoded at once,
-//! one band per 32-bit lane of an AVX-512 register (8 bands in the low half of one). Contexts come from two 16-byte loads
-//! of the classes one row and `left` turns earlier, table entries from gathers, and the
-//! renormalisation words from one load expanded into the lanes that need them (in band
-//! order, as the stream holds them). The portable decoder of [`super::Lookup`] is the
-//! reference: both give the same tokens, classes and stream position.
+//! The vector kernels of banded decoding: the 16 residuals of one turn decoded at once,
+//! one band per 32-bit lane of an AVX-512 register (8 bands in the low half of one), or
+//! 8 to an AVX2 register. Contexts come from two loads of the classes one row and `left`
+//! turns earlier, table entries from gathers, and the renormalisation words from one
+//! load expanded into the lanes that need them (in band order, as the stream holds
+//! them): by AVX-512's expand, or by AVX2's permutation of the words with the indices
+//! the lanes' mask looks up. The portable decoder of [`super::Lookup`] is the
+//! reference: all give the same tokens, classes and stream position.
 
 use super::super::band_rans;
 use super::super::rans::DecodeTable;
@@ -74,8 +76,37 @@ fn decode_tokens_by(
             }
         }
     }
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::avx2_kernels() {
+        return decode_tokens_avx2(dec, tables, lookup, tokens, classes);
+    }
     let _ = (with_slots, dec, tables, slots, lookup, tokens, classes);
     0
+}
+
+/// [`decode_tokens`] by the AVX2 kernel (8 bands to a register, the states looked up by
+/// symbol and range), when this CPU has AVX2 and the stream 8, 16 or 32 bands; the
+/// position it stopped at (0 when it did not run).
+#[cfg(target_arch = "x86_64")]
+fn decode_tokens_avx2(
+    dec: &mut band_rans::Decoder<'_>,
+    tables: &[DecodeTable],
+    lookup: &Lookup,
+    tokens: &mut [u8],
+    classes: &mut [u8],
+) -> usize {
+    if !crate::isa::avx2_kernels() {
+        return 0;
+    }
+    // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
+    unsafe {
+        match dec.bands() {
+            8 => x86::decode_turns_avx2::<1>(dec, tables, lookup, tokens, classes),
+            16 => x86::decode_turns_avx2::<2>(dec, tables, lookup, tokens, classes),
+            32 => x86::decode_turns_avx2::<4>(dec, tables, lookup, tokens, classes),
+            _ => 0,
+        }
+    }
 }
 
 /// The entry of every slot of every table, table after table ([`PROB_SCALE`] each):
@@ -442,6 +473,190 @@ mod x86 {
         class_lookup,
         "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt"
     );
+
+    /// Bands one AVX2 register decodes at once: 8 lanes of 32 bits.
+    const AVX2_LANES: usize = 8;
+
+    /// For each mask of the lanes that renormalise (bit `i` for lane `i`), the index of
+    /// the word each such lane takes: the words are taken in lane order, so lane `i`'s
+    /// is the count of set bits below bit `i` (the other lanes' are never used).
+    static EXPAND: [[u32; AVX2_LANES]; 256] = expand_indices();
+
+    const fn expand_indices() -> [[u32; AVX2_LANES]; 256] {
+        let mut table = [[0; AVX2_LANES]; 256];
+        let mut mask = 0;
+        while mask < 256 {
+            let (mut lane, mut taken) = (0, 0);
+            while lane < AVX2_LANES {
+                if mask >> lane & 1 == 1 {
+                    table[mask][lane] = taken;
+                    taken += 1;
+                }
+                lane += 1;
+            }
+            mask += 1;
+        }
+        table
+    }
+
+    /// The low bytes of the 8 lanes of `v` as one 64-bit word, lane 0 lowest.
+    #[target_feature(enable = "avx2")]
+    fn low_bytes(v: __m256i) -> i64 {
+        let low_byte_of_each = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1,
+            -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let bytes = _mm256_shuffle_epi8(v, low_byte_of_each);
+        let joined = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+        _mm_cvtsi128_si64(_mm256_castsi256_si128(joined))
+    }
+
+    /// The kernel of [`super::decode_tokens`] for CPUs with AVX2: `V` registers of 8
+    /// bands each (8, 16 or 32 bands), each state's symbol and range gathered from the
+    /// tables of the lanes' contexts, the renormalisation words loaded at once and
+    /// moved to the lanes that take them by a permutation of [`EXPAND`].
+    ///
+    /// # Safety
+    ///
+    /// AVX2 and POPCNT must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn decode_turns_avx2<const V: usize>(
+        dec: &mut band_rans::Decoder<'_>,
+        tables: &[DecodeTable],
+        lookup: &Lookup,
+        tokens: &mut [u8],
+        classes: &mut [u8],
+    ) -> usize {
+        let bands = V * AVX2_LANES;
+        let n = tokens.len().min(classes.len());
+        let turns = n / bands;
+        let cfg = lookup.cfg;
+        let (width, left) = (lookup.width, lookup.left);
+        debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
+        let tables_base = tables.as_ptr().cast::<i32>();
+        let table_size = std::mem::size_of::<DecodeTable>() as i32;
+
+        // Contexts as the AVX-512 kernel computes them, in bytes from the first table.
+        let last = i32::from(cfg.buckets) - 1;
+        let class_floor = _mm256_set1_epi32(1.min(last));
+        let class_last = _mm256_set1_epi32(last);
+        let class_shift = _mm256_set1_epi32(i32::from(cfg.base) - 1);
+        let split3 = cfg.split == 3;
+        let split = _mm256_set1_epi32(i32::from(cfg.split) * table_size);
+        let table_size = _mm256_set1_epi32(table_size);
+        let symbols_at = _mm256_set1_epi32(SYMBOLS_OFFSET as i32);
+        let ranges_at = _mm256_set1_epi32(RANGES_OFFSET as i32);
+        let byte = _mm256_set1_epi32(0xff);
+        let slot_mask = _mm256_set1_epi32((1 << PROB_BITS) - 1);
+        let freq_mask = _mm256_set1_epi32((1 << CUM_SHIFT) - 1);
+        let zero = _mm256_setzero_si256();
+
+        // SAFETY: `V * 8` states of 4 bytes each (at most 32), unaligned.
+        let mut x: [__m256i; V] = std::array::from_fn(|v| unsafe {
+            _mm256_loadu_si256(dec.states.as_ptr().add(v * AVX2_LANES).cast())
+        });
+        let input = dec.input;
+        let mut pos = dec.pos;
+        let mut turn = 0;
+        // Each register's renormalisation loads the 16 bytes at `pos`: the turns stop
+        // where fewer than `V * 16` are left.
+        while turn < turns && pos + V * 16 <= input.len() {
+            for (v, x) in x.iter_mut().enumerate() {
+                let at = turn * bands + v * AVX2_LANES;
+                let load_classes = |back: usize| {
+                    // SAFETY: `back <= at`, so the 8 bytes lie in `classes[..at]`.
+                    unsafe {
+                        let p = classes.as_ptr().add(at - back);
+                        _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))
+                    }
+                };
+                let left_classes = if at >= left { load_classes(left) } else { zero };
+                let up = if at >= width {
+                    load_classes(width)
+                } else {
+                    left_classes
+                };
+                let class = _mm256_min_epi32(
+                    _mm256_max_epi32(_mm256_sub_epi32(up, class_shift), class_floor),
+                    class_last,
+                );
+                let class = _mm256_andnot_si256(_mm256_cmpeq_epi32(up, zero), class);
+                let mut table = _mm256_mullo_epi32(class, split);
+                if split3 {
+                    // left > up adds 2 tables, left == up 1.
+                    let greater = _mm256_cmpgt_epi32(left_classes, up);
+                    let less = _mm256_cmpgt_epi32(up, left_classes);
+                    table = _mm256_add_epi32(table, _mm256_and_si256(greater, table_size));
+                    table = _mm256_add_epi32(table, _mm256_andnot_si256(less, table_size));
+                }
+
+                let slot = _mm256_and_si256(*x, slot_mask);
+                // SAFETY: `table` is a context's table (below `buckets * split`, the
+                // tables read) times its size, and the 4 bytes at a slot lie within its
+                // table (`DecodeTable` is `repr(C)`, the symbols first).
+                let symbol = unsafe {
+                    let at = _mm256_add_epi32(_mm256_add_epi32(table, symbols_at), slot);
+                    _mm256_and_si256(_mm256_i32gather_epi32::<1>(tables_base, at), byte)
+                };
+                // SAFETY: a symbol's range in its table, 4-byte aligned.
+                let range = unsafe {
+                    let at = _mm256_add_epi32(
+                        _mm256_add_epi32(table, ranges_at),
+                        _mm256_slli_epi32::<2>(symbol),
+                    );
+                    _mm256_i32gather_epi32::<1>(tables_base, at)
+                };
+                let state = _mm256_sub_epi32(
+                    _mm256_add_epi32(
+                        _mm256_mullo_epi32(
+                            _mm256_and_si256(range, freq_mask),
+                            _mm256_srli_epi32::<{ PROB_BITS as i32 }>(*x),
+                        ),
+                        slot,
+                    ),
+                    _mm256_and_si256(_mm256_srli_epi32::<{ CUM_SHIFT as i32 }>(range), slot_mask),
+                );
+                // Below `BAND_L` = 2^16: nothing above the low 16 bits.
+                let renormalise = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(state), zero);
+                let mask = _mm256_movemask_ps(_mm256_castsi256_ps(renormalise)) as usize;
+                // SAFETY: `pos + 16 <= input.len()` (the loop's condition: this
+                // register's words start at most `(V - 1) * 16` bytes further), and
+                // `EXPAND`'s rows hold 8 indices.
+                let words = unsafe {
+                    let words =
+                        _mm256_cvtepu16_epi32(_mm_loadu_si128(input.as_ptr().add(pos).cast()));
+                    let to_lanes = _mm256_loadu_si256(EXPAND[mask].as_ptr().cast());
+                    _mm256_permutevar8x32_epi32(words, to_lanes)
+                };
+                let renormalised = _mm256_or_si256(_mm256_slli_epi32::<16>(state), words);
+                *x = _mm256_blendv_epi8(state, renormalised, renormalise);
+                pos += 2 * mask.count_ones() as usize;
+
+                // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n / bands`).
+                unsafe {
+                    tokens
+                        .as_mut_ptr()
+                        .add(at)
+                        .cast::<i64>()
+                        .write_unaligned(low_bytes(symbol));
+                    classes
+                        .as_mut_ptr()
+                        .add(at)
+                        .cast::<i64>()
+                        .write_unaligned(low_bytes(_mm256_srli_epi32::<{ CLASS_SHIFT as i32 }>(
+                            range,
+                        )));
+                }
+            }
+            turn += 1;
+        }
+        for (v, x) in x.iter().enumerate() {
+            // SAFETY: `V * 8` states of 4 bytes each (at most 32), unaligned.
+            unsafe { _mm256_storeu_si256(dec.states.as_mut_ptr().add(v * AVX2_LANES).cast(), *x) };
+        }
+        dec.pos = pos;
+        turn * bands
+    }
 
     /// See [`super::restore_values`]. The meaning of each token (its raw bit count and
     /// top bits) comes from byte shuffles of 64 tokens at a time.
@@ -1017,6 +1232,24 @@ mod tests {
                     && stream.len() >= 4 * bands + 64
                 {
                     assert!(done > 0, "the kernel ran");
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut fast = decoders();
+                let mut got = (vec![0u8; n], vec![0u8; n]);
+                let done = decode_tokens_avx2(
+                    &mut fast,
+                    tables.as_slice(),
+                    &lookup,
+                    &mut got.0,
+                    &mut got.1,
+                );
+                lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
+                assert_eq!(got, expected, "case {case} AVX2");
+                assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
+                if crate::isa::avx2_kernels() && stream.len() >= 4 * bands + 64 {
+                    assert!(done > 0, "the AVX2 kernel ran");
                 }
             }
         }
