@@ -252,6 +252,7 @@ mod x86 {
         DecodeTable, CLASS_SHIFT, CUM_SHIFT, PROB_BITS, RANGES_OFFSET, SYMBOLS_OFFSET,
     };
     use super::{Lookup, LANES, SLOT_OFFSET_SHIFT};
+    use crate::bits::ranks::EXPAND;
 
     /// Where the kernel looks a state's symbol and range up.
     #[derive(Clone, Copy)]
@@ -477,28 +478,6 @@ mod x86 {
     /// Bands one AVX2 register decodes at once: 8 lanes of 32 bits.
     const AVX2_LANES: usize = 8;
 
-    /// For each mask of the lanes that renormalise (bit `i` for lane `i`), the index of
-    /// the word each such lane takes: the words are taken in lane order, so lane `i`'s
-    /// is the count of set bits below bit `i` (the other lanes' are never used).
-    static EXPAND: [[u32; AVX2_LANES]; 256] = expand_indices();
-
-    const fn expand_indices() -> [[u32; AVX2_LANES]; 256] {
-        let mut table = [[0; AVX2_LANES]; 256];
-        let mut mask = 0;
-        while mask < 256 {
-            let (mut lane, mut taken) = (0, 0);
-            while lane < AVX2_LANES {
-                if mask >> lane & 1 == 1 {
-                    table[mask][lane] = taken;
-                    taken += 1;
-                }
-                lane += 1;
-            }
-            mask += 1;
-        }
-        table
-    }
-
     /// The low bytes of the 8 lanes of `v` as one 64-bit word, lane 0 lowest.
     #[target_feature(enable = "avx2")]
     fn low_bytes(v: __m256i) -> i64 {
@@ -514,7 +493,8 @@ mod x86 {
     /// The kernel of [`super::decode_tokens`] for CPUs with AVX2: `V` registers of 8
     /// bands each (8, 16 or 32 bands), each state's symbol and range gathered from the
     /// tables of the lanes' contexts, the renormalisation words loaded at once and
-    /// moved to the lanes that take them by a permutation of [`EXPAND`].
+    /// moved to the lanes that take them by a permutation of [`EXPAND`] (the lanes'
+    /// mask's ranks).
     ///
     /// # Safety
     ///

@@ -61,27 +61,6 @@ static STEPS: [[Step; 2]; 33] = {
     steps
 };
 
-/// For each 8-bit mask, the ranks of its set bits in lane order (a `vpermd` control
-/// that moves the `j`-th packed value to the lane of the `j`-th set bit); lanes of
-/// clear bits get 0 and are masked off.
-static EXPAND: [[u32; 8]; 256] = {
-    let mut table = [[0u32; 8]; 256];
-    let mut m = 0;
-    while m < 256 {
-        let mut next = 0;
-        let mut lane = 0;
-        while lane < 8 {
-            if m >> lane & 1 == 1 {
-                table[m][lane] = next;
-                next += 1;
-            }
-            lane += 1;
-        }
-        m += 1;
-    }
-    table
-};
-
 /// Proof that the CPU runs these kernels (AVX2 and POPCNT, detected at run time): only
 /// [`Avx2::detect`] makes one, so the kernels, its methods, need not check again on
 /// every call.
@@ -193,7 +172,8 @@ static COMPACT: [[u32; 8]; 256] = {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GroupLayout, COMPACT, EXPAND, GROUP, STEPS};
+    use super::{GroupLayout, COMPACT, GROUP, STEPS};
+    use crate::bits::ranks::EXPAND;
 
     /// # Safety
     ///
