@@ -147,11 +147,11 @@ pub(super) fn slot_entries(tables: &[DecodeTable], slots: &mut Vec<u32>) {
 #[cfg(target_arch = "x86_64")]
 const SLOT_OFFSET_SHIFT: u32 = 20;
 
-/// Reads the raw bits of the first turns of 16 of `tokens` (in band order, of words of
-/// at most 32 bits) from `raw`, starting at bit `*bit`, and writes each value
-/// (its token's top bits above its raw bits) to `ordered` in band order, with the
-/// vector kernel when this CPU has one; advances `*bit` and returns the position it
-/// stopped at (a multiple of 16, 0 when it did not run).
+/// Reads the raw bits of the first turns of 16 (with AVX-512) or 8 (with AVX2) of
+/// `tokens` (in band order, of words of at most 32 bits) from `raw`, starting at bit
+/// `*bit`, and writes each value (its token's top bits above its raw bits) to `ordered`
+/// in band order, with the vector kernel when this CPU has one; advances `*bit` and
+/// returns the position it stopped at (a multiple of 8, 0 when it did not run).
 pub(super) fn restore_values(
     tokens: &[u8],
     values: &[u32; 256],
@@ -164,6 +164,11 @@ pub(super) fn restore_values(
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features) and
         // VBMI (the kernels').
         return unsafe { x86::restore_values(tokens, values, raw, bit, ordered) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::avx2_kernels() {
+        // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
+        return unsafe { x86::restore_values_avx2(tokens, values, raw, bit, ordered) };
     }
     let _ = (tokens, values, raw, bit, ordered);
     0
@@ -192,9 +197,10 @@ pub(super) fn restore_wide_values(
 }
 
 /// Writes the values of `ordered` (in band order of `bands` bands, whole rows of
-/// `width`) to their places in `out` with the vector kernel, 16 turns of 16 bands at a
-/// time through a transpose in registers, when this CPU has one, the words are of 32
-/// bits and the bands 16 or 32; returns whether it ran.
+/// `width`) to their places in `out` with the vector kernel, 16 turns of 16 bands (with
+/// AVX-512; 8 of 8 with AVX2) at a time through a transpose in registers, when this CPU
+/// has one, the words are of 32 bits and the bands a multiple of the register's lanes;
+/// returns whether it ran.
 pub(super) fn unband<T: crate::word::Word>(
     ordered: &[u32],
     width: usize,
@@ -211,6 +217,18 @@ pub(super) fn unband<T: crate::word::Word>(
         let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
         unsafe { x86::unband(ordered, width, bands, out) };
+        return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::avx2_kernels()
+        && bands.is_multiple_of(8)
+        && width.is_multiple_of(bands)
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u32>()
+    {
+        // SAFETY: `T` is `u32` (the same type id), so the slice is one of `u32`s.
+        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
+        // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
+        unsafe { x86::unband_avx2(ordered, width, bands, out) };
         return true;
     }
     let _ = (ordered, width, bands, out);
@@ -738,6 +756,81 @@ mod x86 {
         turn * LANES
     }
 
+    /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
+    /// meaning is gathered from `values`; each field's 8 bytes from the byte of its first
+    /// bit by two 64-bit gathers, shifted into place.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn restore_values_avx2(
+        tokens: &[u8],
+        values: &[u32; 256],
+        raw: &[u8],
+        bit: &mut u64,
+        ordered: &mut [u32],
+    ) -> usize {
+        let turns = tokens.len().min(ordered.len()) / AVX2_LANES;
+        let one = _mm256_set1_epi32(1);
+        let seven = _mm256_set1_epi32(7);
+        let byte = _mm256_set1_epi32(0xff);
+        let last_of_low_half = _mm256_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3);
+        let low_words = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        let zero = _mm256_setzero_si256();
+        let mut at = *bit;
+        let mut turn = 0;
+        // A turn reads 8 fields of at most 32 bits, each 8 bytes from the byte of its
+        // first bit: all within the 48 bytes from the byte of the turn's first bit.
+        while turn < turns && (at >> 3) as usize + 48 <= raw.len() {
+            let p = turn * AVX2_LANES;
+            // SAFETY: positions `p..p + 8` lie in `tokens` (`turn < turns`); a token is
+            // below 256, an index of `values`.
+            let meaning = unsafe {
+                let t = _mm256_cvtepu8_epi32(_mm_loadl_epi64(tokens.as_ptr().add(p).cast()));
+                _mm256_i32gather_epi32::<4>(values.as_ptr().cast(), t)
+            };
+            let n = _mm256_and_si256(_mm256_srli_epi32::<8>(meaning), byte);
+            let top = _mm256_srli_epi32::<16>(meaning);
+            // Inclusive prefix sums of the field widths across the lanes: within each
+            // half, then the low half's total added to the high half.
+            let mut sum = _mm256_add_epi32(n, _mm256_slli_si256::<4>(n));
+            sum = _mm256_add_epi32(sum, _mm256_slli_si256::<8>(sum));
+            let carry = _mm256_permutevar8x32_epi32(sum, last_of_low_half);
+            sum = _mm256_add_epi32(sum, _mm256_blend_epi32::<0b1111_0000>(zero, carry));
+            let start =
+                _mm256_add_epi32(_mm256_sub_epi32(sum, n), _mm256_set1_epi32((at & 7) as i32));
+            let from = _mm256_srli_epi32::<3>(start);
+            let shift = _mm256_and_si256(start, seven);
+            // SAFETY: each lane's 8 bytes start at most 39 bytes past `base` (7 + 8 x 32
+            // bits), within the 48 checked above.
+            let (fields_lo, fields_hi) = unsafe {
+                let base = raw.as_ptr().add((at >> 3) as usize).cast::<i64>();
+                (
+                    _mm256_i32gather_epi64::<1>(base, _mm256_castsi256_si128(from)),
+                    _mm256_i32gather_epi64::<1>(base, _mm256_extracti128_si256::<1>(from)),
+                )
+            };
+            let shifted = |fields: __m256i, shift: __m128i| {
+                let fields = _mm256_srlv_epi64(fields, _mm256_cvtepu32_epi64(shift));
+                _mm256_permutevar8x32_epi32(fields, low_words)
+            };
+            let fields = _mm256_blend_epi32::<0b1111_0000>(
+                shifted(fields_lo, _mm256_castsi256_si128(shift)),
+                shifted(fields_hi, _mm256_extracti128_si256::<1>(shift)),
+            );
+            // A shift by 32 gives 0 with AVX2: a 32-bit field keeps every bit.
+            let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, n), one);
+            let out = _mm256_or_si256(_mm256_sllv_epi32(top, n), _mm256_and_si256(fields, mask));
+            // SAFETY: positions `p..p + 8` lie in `ordered` (`turn < turns`).
+            unsafe { _mm256_storeu_si256(ordered.as_mut_ptr().add(p).cast(), out) };
+            at += _mm256_extract_epi32::<7>(sum) as u32 as u64;
+            turn += 1;
+        }
+        *bit = at;
+        turn * AVX2_LANES
+    }
+
     /// See [`super::restore_wide_values`]: [`restore_values`] with 8 fields of up to 64
     /// bits to a register, each turn in two halves.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,popcnt")]
@@ -879,6 +972,71 @@ mod x86 {
         }
     }
 
+    /// See [`super::unband`]: the AVX2 kernel, 8 turns of 8 bands at a time; `bands` a
+    /// multiple of 8 dividing `width`.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn unband_avx2(ordered: &[u32], width: usize, bands: usize, out: &mut [u32]) {
+        let b = width / bands;
+        let whole = b / AVX2_LANES * AVX2_LANES;
+        for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for c0 in (0..whole).step_by(AVX2_LANES) {
+                for g0 in (0..bands).step_by(AVX2_LANES) {
+                    // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 8`
+                    // (`c0 + 8 <= b`, `g0 + 8 <= bands`).
+                    let turns: [__m256i; AVX2_LANES] = std::array::from_fn(|i| unsafe {
+                        _mm256_loadu_si256(from.as_ptr().add((c0 + i) * bands + g0).cast())
+                    });
+                    for (j, band) in transpose_avx2(turns).into_iter().enumerate() {
+                        // SAFETY: band `g0 + j` holds positions `c0..c0 + 8`.
+                        unsafe {
+                            _mm256_storeu_si256(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
+                        };
+                    }
+                }
+            }
+            for c in whole..b {
+                for g in 0..bands {
+                    to[g * b + c] = from[c * bands + g];
+                }
+            }
+        }
+    }
+
+    /// The transpose of 8 rows of 8 words: lane `i` of row `j` is lane `j` of row `i`.
+    #[target_feature(enable = "avx2")]
+    fn transpose_avx2(r: [__m256i; AVX2_LANES]) -> [__m256i; AVX2_LANES] {
+        // Pairs of words, then pairs of pairs, within each half; then the halves.
+        let a: [__m256i; AVX2_LANES] = std::array::from_fn(|i| {
+            let (x, y) = (r[i & !1], r[i | 1]);
+            if i & 1 == 0 {
+                _mm256_unpacklo_epi32(x, y)
+            } else {
+                _mm256_unpackhi_epi32(x, y)
+            }
+        });
+        let q: [__m256i; AVX2_LANES] = std::array::from_fn(|i| {
+            let pair = (i & 4) | (i >> 1 & 1);
+            let (x, y) = (a[pair], a[pair | 2]);
+            if i & 1 == 0 {
+                _mm256_unpacklo_epi64(x, y)
+            } else {
+                _mm256_unpackhi_epi64(x, y)
+            }
+        });
+        std::array::from_fn(|i| {
+            let (x, y) = (q[i & 3], q[(i & 3) | 4]);
+            if i & 4 == 0 {
+                _mm256_permute2x128_si256::<0x20>(x, y)
+            } else {
+                _mm256_permute2x128_si256::<0x31>(x, y)
+            }
+        })
+    }
+
     /// See [`super::unband_wide`]: `bands` a multiple of 8 dividing `width`.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
     pub(super) fn unband_wide(ordered: &[u64], width: usize, bands: usize, out: &mut [u64]) {
@@ -1012,7 +1170,8 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), the raw-bit
-    /// kernel gives the portable reader's values and bit position.
+    /// kernels (the one this CPU runs, and the AVX2 one) give the portable reader's values
+    /// and bit position.
     #[test]
     fn the_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(37);
@@ -1033,17 +1192,31 @@ mod tests {
             for (o, &t) in expected.iter_mut().zip(&tokens) {
                 *o = super::super::value::<u32>(t, &values, &mut bits);
             }
-            let mut got = vec![0u32; n];
-            let mut bit = first_bit;
-            let done = restore_values(&tokens, &values, &raw, &mut bit, &mut got);
-            let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
-            for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
-                *o = super::super::value::<u32>(t, &values, &mut rest);
+            let expected_end = bits.finish("raw");
+            // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
+            type Kernel = fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [u32]) -> usize;
+            let mut kernels: Vec<(&str, Kernel, bool)> =
+                vec![("chosen", restore_values, crate::isa::avx512_kernels())];
+            #[cfg(target_arch = "x86_64")]
+            if crate::isa::avx2_kernels() {
+                // SAFETY: the CPU has AVX2 and POPCNT (checked just above).
+                let avx2: Kernel =
+                    |t, v, r, b, o| unsafe { x86::restore_values_avx2(t, v, r, b, o) };
+                kernels.push(("AVX2", avx2, true));
             }
-            assert_eq!(got, expected, "case {case}");
-            assert_eq!(rest.finish("raw"), bits.finish("raw"));
-            if crate::isa::avx512_kernels() && raw.len() >= 200 + 4 * n && n > 0 {
-                assert!(done > 0, "the kernel ran");
+            for (name, kernel, runs) in kernels {
+                let mut got = vec![0u32; n];
+                let mut bit = first_bit;
+                let done = kernel(&tokens, &values, &raw, &mut bit, &mut got);
+                let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
+                for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
+                    *o = super::super::value::<u32>(t, &values, &mut rest);
+                }
+                assert_eq!(got, expected, "case {case} {name}");
+                assert_eq!(&rest.finish("raw"), &expected_end);
+                if runs && raw.len() >= 200 + 4 * n && n > 0 {
+                    assert!(done > 0, "the {name} kernel ran");
+                }
             }
         }
     }
@@ -1088,8 +1261,8 @@ mod tests {
         }
     }
 
-    /// The transposing kernel puts every value where the portable loop does, for bands
-    /// of whole and partial runs of 16 turns.
+    /// The transposing kernels (AVX-512's and AVX2's) put every value where the portable
+    /// loop does, for 8, 16 and 32 bands of whole and partial runs of 16 and 8 turns.
     #[test]
     fn the_unband_kernel_places_values_as_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(41);
@@ -1099,19 +1272,27 @@ mod tests {
             (32, 17, 2),
             (16, 40, 5),
             (32, 64, 2),
+            (8, 8, 1),
+            (8, 21, 3),
         ] {
             let width = bands * b;
             let ordered: Vec<u32> = (0..width * rows).map(|_| rng.gen()).collect();
             let mut expected = vec![0u32; ordered.len()];
-            match bands {
-                16 => super::super::unband::<u32, u32, 16>(&ordered, width, &mut expected),
-                _ => super::super::unband::<u32, u32, 32>(&ordered, width, &mut expected),
-            }
+            super::super::unband_by(&ordered, width, bands, &mut expected);
             let mut got = vec![0u32; ordered.len()];
             let ran = unband(&ordered, width, bands, &mut got);
-            assert_eq!(ran, crate::isa::level() == crate::isa::Level::Avx512);
+            let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512 && bands % 16 == 0;
+            let by_avx2 = cfg!(target_arch = "x86_64") && crate::isa::avx2_kernels();
+            assert_eq!(ran, by_avx512 || by_avx2);
             if ran {
                 assert_eq!(got, expected, "{bands} bands of {b}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if crate::isa::avx2_kernels() {
+                let mut got = vec![0u32; ordered.len()];
+                // SAFETY: the CPU has AVX2 and POPCNT (checked just above).
+                unsafe { x86::unband_avx2(&ordered, width, bands, &mut got) };
+                assert_eq!(got, expected, "AVX2, {bands} bands of {b}");
             }
         }
     }
