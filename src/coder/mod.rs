@@ -4,6 +4,7 @@ pub mod bitshuffled;
 pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod zstd_decompression;
 
 use crate::archive::{
     banded, context, context_ans, context_bitplanes, context_huffman, dictionary, float_fields,

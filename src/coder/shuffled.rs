@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 
+use super::zstd_decompression;
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -127,7 +128,7 @@ pub(super) fn decompress_bytes(
         }
         Backend::Zstd => {
             check_single_zstd_frame(input)?;
-            zstd::bulk::decompress_to_buffer(input, out).map_err(|e| refused("zstd frame", &e))?
+            zstd_decompression::decompress_to(input, out).map_err(|e| refused("zstd frame", &e))?
         }
     };
     if got != out.len() {
@@ -141,10 +142,14 @@ pub(super) fn decompress_bytes(
 
 /// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
 pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<(), StreamError> {
-    let mut bytes = vec![0u8; out.len() * T::BYTES];
-    decompress_bytes(input, backend, &mut bytes)?;
-    unshuffle(&bytes, out);
-    Ok(())
+    // Every byte is written by a decompression that succeeds.
+    let mut bytes = crate::buffers::take_filled(out.len() * T::BYTES);
+    let decoded = decompress_bytes(input, backend, &mut bytes);
+    if decoded.is_ok() {
+        unshuffle(&bytes, out);
+    }
+    crate::buffers::give(bytes);
+    decoded
 }
 
 /// Refuses input with bytes after its zstd frame: a coding is exactly one frame.
