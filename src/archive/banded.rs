@@ -129,7 +129,7 @@ fn write<T: Word>(ordered: &[T], model: &Model, bands: usize, out: &mut Vec<u8>)
     let n = ordered.len();
     let mut enc = band_rans::Encoder::new(bands, n);
     let (contexts, tokens) = (&model.contexts[..n], &model.tokens[..n]);
-    enc.put_all(n, |p| symbols.get(contexts[p], tokens[p]));
+    enc.put_all_of(contexts, tokens, &symbols);
     let mut stream = Vec::new();
     enc.finish(&mut stream);
     out.extend_from_slice(&(stream.len() as u32).to_le_bytes());

@@ -219,6 +219,7 @@ pub fn normalize(weights: &[u64]) -> Vec<u16> {
 /// frequency (nonzero), its cumulative frequency, and the reciprocal that divides a
 /// state by the frequency with one multiplication.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
 pub struct EncodeSymbol {
     /// `ceil(2^RECIPROCAL_SHIFT / freq)`.
     reciprocal: u64,
@@ -226,6 +227,26 @@ pub struct EncodeSymbol {
     pub(super) freq: u32,
     /// The cumulative frequency.
     pub(super) cum: u32,
+}
+
+/// Byte offsets of an [`EncodeSymbol`]'s fields (its layout is C's), for vector
+/// kernels that gather them.
+#[cfg(target_arch = "x86_64")]
+pub(super) mod encode_symbol_layout {
+    /// Bytes per symbol.
+    pub const SIZE: usize = 16;
+    /// The reciprocal's offset.
+    pub const RECIPROCAL: usize = 0;
+    /// The frequency's offset.
+    pub const FREQ: usize = 8;
+    /// The cumulative frequency's offset.
+    pub const CUM: usize = 12;
+    const _: () = {
+        assert!(std::mem::size_of::<super::EncodeSymbol>() == SIZE);
+        assert!(std::mem::offset_of!(super::EncodeSymbol, reciprocal) == RECIPROCAL);
+        assert!(std::mem::offset_of!(super::EncodeSymbol, freq) == FREQ);
+        assert!(std::mem::offset_of!(super::EncodeSymbol, cum) == CUM);
+    };
 }
 
 /// Fixed-point position of [`EncodeSymbol`]'s reciprocal. With frequencies of at most
@@ -280,6 +301,12 @@ impl EncodeSymbols {
     #[inline(always)]
     pub fn get(&self, table: u8, symbol: u8) -> EncodeSymbol {
         self.symbols[usize::from(table) * self.alphabet + usize::from(symbol)]
+    }
+
+    /// Every table's symbols, table after table, and the symbols a table has.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn as_slice(&self) -> (&[EncodeSymbol], usize) {
+        (&self.symbols, self.alphabet)
     }
 }
 
