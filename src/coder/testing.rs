@@ -11,6 +11,7 @@ use crate::word::Word;
 /// Groups of 32 words for the SIMD kernels' tests: zeros, all ones, the top bit alone,
 /// and for every shift, each bit length 0 to 32 in every lane and mixed lengths with one
 /// bit set at the shift.
+#[cfg(target_arch = "x86_64")]
 pub fn kernel_groups() -> Vec<[u32; 32]> {
     let mut groups = vec![[0u32; 32], [u32::MAX; 32], [0x8000_0000; 32]];
     for shift in 0..33u32 {
