@@ -98,33 +98,27 @@ impl Encoder {
             // The last turn's symbols, if it is partial, first (symbols are coded back to
             // front), then the whole turns by the kernel.
             let whole = n / self.bands * self.bands;
-            let mut partial = Encoder {
-                words: std::mem::take(&mut self.words),
-                ..*self
-            };
-            partial.put_all(n - whole, |p| symbol(whole + p));
-            let (table, alphabet) = symbols.as_slice();
-            let mut words = std::mem::take(&mut partial.words);
-            if words.len() < partial.len + whole + 1 {
-                words.resize(partial.len + whole + 1, 0);
+            self.put_all(n - whole, |p| symbol(whole + p));
+            let room = self.len + whole + 1;
+            if self.words.len() < room {
+                self.words.resize(room, 0);
             }
-            let mut len = partial.len;
+            let (table, alphabet) = symbols.as_slice();
             // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features); every
             // context names a table and every token a symbol of it (checked above), and
             // `words` has room for a word per symbol.
             unsafe {
                 x86::put_turns(
-                    &mut partial.states,
+                    &mut self.states,
                     self.bands,
                     &contexts[..whole],
                     &tokens[..whole],
                     table,
                     alphabet,
-                    &mut words,
-                    &mut len,
+                    &mut self.words,
+                    &mut self.len,
                 )
             };
-            (self.states, self.len, self.words) = (partial.states, len, words);
             return;
         }
         self.put_all(n, symbol);
