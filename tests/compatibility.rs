@@ -192,9 +192,9 @@ fn golden_chunks_cover_every_coding_path() {
             "coder {coder}"
         );
     }
-    // Coder 11 in 16 and 32 bands (one and two registers of the vector kernel), with
-    // both token kinds.
-    for bands_and_kind in ["/16.0", "/16.1", "/32.0"] {
+    // Coder 11 in 8, 16, 20 and 32 bands (half of one register of the vector kernel,
+    // one, one and part of another, two), with both token kinds.
+    for bands_and_kind in ["/8.0", "/8.1", "/16.0", "/16.1", "/20.0", "/20.1", "/32.0"] {
         assert!(
             tile_codings().any(|c| c.ends_with(bands_and_kind)),
             "coder 11 {bands_and_kind}"
@@ -791,6 +791,23 @@ fn cases() -> Vec<Case> {
     let noise: Vec<f64> = (0..11 * 1640).map(|_| 30.0 * rng.gauss()).collect();
     out.push(Case {
         name: "v2_complex128_banded8_fields_archive".into(),
+        data: f64_bytes(&noise),
+        params: p,
+    });
+    // Coder 11 in 20 bands (one register and 4 lanes of another), as archive mode
+    // writes it for such rows since it takes band counts other than powers of two.
+    let mut p = params(8, &[11, 820, 2], Mode::Archive);
+    p.components = 2;
+    p.element = ElementKind::Float;
+    out.push(Case {
+        name: "v2_complex128_banded20_archive".into(),
+        data: f64_bytes(&series(&[11, 820, 2], 61)),
+        params: p.clone(),
+    });
+    let mut rng = SplitMix(67);
+    let noise: Vec<f64> = (0..11 * 1640).map(|_| 30.0 * rng.gauss()).collect();
+    out.push(Case {
+        name: "v2_complex128_banded20_fields_archive".into(),
         data: f64_bytes(&noise),
         params: p,
     });

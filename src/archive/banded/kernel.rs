@@ -1,6 +1,6 @@
-//! The vector kernels of banded decoding: the 16 residuals of one turn decoded at once,
-//! one band per 32-bit lane of an AVX-512 register (8 bands in the low half of one), or
-//! 8 to an AVX2 register. Contexts come from two loads of the classes one row and `left`
+//! The vector kernels of banded decoding: the residuals of one turn decoded at once,
+//! one band per 32-bit lane of one or two AVX-512 registers, or of one to four AVX2
+//! registers (8 to 32 bands, the lanes past the last band idle). Contexts come from two loads of the classes one row and `left`
 //! turns earlier, table entries from gathers, and the renormalisation words from one
 //! load expanded into the lanes that need them (in band order, as the stream holds
 //! them): by AVX-512's expand, or by AVX2's permutation of the words with the indices
@@ -17,11 +17,11 @@ use super::Lookup;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const LANES: usize = 16;
 
-/// Decodes the tokens of the first turns of 8, 16 or 32 bands into `tokens` and
-/// `classes` (in band order) with the vector kernel, when this CPU has one and the
-/// stream has 8, 16 or 32 bands; returns the position it stopped at (a multiple of the band count, 0
-/// when it did not run), from which the portable decoder goes on. `slots` is scratch
-/// for the kernel's [`slot_entries`].
+/// Decodes the tokens of the first turns into `tokens` and `classes` (in band order)
+/// with the vector kernel, when this CPU has one (AVX-512 or AVX2) and the stream at
+/// least 8 bands; returns the position it stopped at (a multiple of
+/// the band count, 0 when it did not run), from which the portable decoder goes on.
+/// `slots` is scratch for the kernel's [`slot_entries`].
 pub(super) fn decode_tokens(
     dec: &mut band_rans::Decoder<'_>,
     tables: &[DecodeTable],
@@ -48,8 +48,10 @@ fn decode_tokens_by(
 ) -> usize {
     #[cfg(target_arch = "x86_64")]
     if crate::isa::level() == crate::isa::Level::Avx512 {
+        // One register for 8 to 16 bands, two for 17 to 32.
         let bands = dec.bands();
-        if with_slots && crate::isa::avx512_kernels() && matches!(bands, 8 | 16 | 32) {
+        let registers = if bands >= 8 { bands.div_ceil(LANES) } else { 0 };
+        if with_slots && crate::isa::avx512_kernels() && registers > 0 {
             crate::isa::vectorised(
                 #[inline(always)]
                 || slot_entries(tables, slots),
@@ -59,19 +61,31 @@ fn decode_tokens_by(
             // SAFETY: the CPU has AVX-512 F, BW, DQ, VL and VBMI (the kernels').
             return unsafe {
                 match bands {
-                    8 => x86::decode_turns_vbmi::<1, true>(dec, entries, lookup, tokens, classes),
                     16 => x86::decode_turns_vbmi::<1, false>(dec, entries, lookup, tokens, classes),
-                    _ => x86::decode_turns_vbmi::<2, false>(dec, entries, lookup, tokens, classes),
+                    32 => x86::decode_turns_vbmi::<2, false>(dec, entries, lookup, tokens, classes),
+                    _ if registers == 1 => {
+                        x86::decode_turns_vbmi::<1, true>(dec, entries, lookup, tokens, classes)
+                    }
+                    _ => x86::decode_turns_vbmi::<2, true>(dec, entries, lookup, tokens, classes),
                 }
             };
         }
         let entries = x86::Entries::Tables(tables);
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
         unsafe {
-            match bands {
-                8 => return x86::decode_turns::<1, true>(dec, entries, lookup, tokens, classes),
-                16 => return x86::decode_turns::<1, false>(dec, entries, lookup, tokens, classes),
-                32 => return x86::decode_turns::<2, false>(dec, entries, lookup, tokens, classes),
+            match (bands, registers) {
+                (16, _) => {
+                    return x86::decode_turns::<1, false>(dec, entries, lookup, tokens, classes)
+                }
+                (32, _) => {
+                    return x86::decode_turns::<2, false>(dec, entries, lookup, tokens, classes)
+                }
+                (_, 1) => {
+                    return x86::decode_turns::<1, true>(dec, entries, lookup, tokens, classes)
+                }
+                (_, 2) => {
+                    return x86::decode_turns::<2, true>(dec, entries, lookup, tokens, classes)
+                }
                 _ => {}
             }
         }
@@ -87,7 +101,7 @@ fn decode_tokens_by(
 }
 
 /// [`decode_tokens`] by the AVX2 kernel (8 bands to a register, the states looked up by
-/// symbol and range), when this CPU has AVX2 and the stream 8, 16 or 32 bands; the
+/// symbol and range), when this CPU has AVX2 and the stream at least 8 bands; the
 /// position it stopped at (0 when it did not run).
 #[cfg(target_arch = "x86_64")]
 fn decode_tokens_avx2(
@@ -100,12 +114,24 @@ fn decode_tokens_avx2(
     if !crate::isa::avx2_kernels() {
         return 0;
     }
+    // One register of 8 lanes for every 8 bands or fewer.
+    let registers = if dec.bands() >= 8 {
+        dec.bands().div_ceil(x86::AVX2_LANES)
+    } else {
+        0
+    };
     // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
     unsafe {
-        match dec.bands() {
-            8 => x86::decode_turns_avx2::<1>(dec, tables, lookup, tokens, classes),
-            16 => x86::decode_turns_avx2::<2>(dec, tables, lookup, tokens, classes),
-            32 => x86::decode_turns_avx2::<4>(dec, tables, lookup, tokens, classes),
+        let whole = dec.bands().is_multiple_of(x86::AVX2_LANES);
+        match (registers, whole) {
+            (1, true) => x86::decode_turns_avx2::<1, false>(dec, tables, lookup, tokens, classes),
+            (2, true) => x86::decode_turns_avx2::<2, false>(dec, tables, lookup, tokens, classes),
+            (3, true) => x86::decode_turns_avx2::<3, false>(dec, tables, lookup, tokens, classes),
+            (4, true) => x86::decode_turns_avx2::<4, false>(dec, tables, lookup, tokens, classes),
+            (1, false) => x86::decode_turns_avx2::<1, true>(dec, tables, lookup, tokens, classes),
+            (2, false) => x86::decode_turns_avx2::<2, true>(dec, tables, lookup, tokens, classes),
+            (3, false) => x86::decode_turns_avx2::<3, true>(dec, tables, lookup, tokens, classes),
+            (4, false) => x86::decode_turns_avx2::<4, true>(dec, tables, lookup, tokens, classes),
             _ => 0,
         }
     }
@@ -200,9 +226,10 @@ pub(super) fn restore_wide_values(
 
 /// Writes the values of `ordered` (in band order of `bands` bands, whole rows of
 /// `width`) to their places in `out` with the vector kernel, 16 turns of 16 bands (with
-/// AVX-512; 8 of 8 with AVX2) at a time through a transpose in registers, when this CPU
-/// has one, the words are of 32 bits and the bands a multiple of the register's lanes;
-/// returns whether it ran.
+/// AVX-512; 8 of 8 with AVX2) at a time through a transpose in registers and the bands
+/// past the last such block one by one, when this CPU has one, the words are of 32
+/// bits and there are at least as many bands as the register's lanes; returns whether
+/// it ran.
 pub(super) fn unband<T: crate::word::Word>(
     ordered: &[u32],
     width: usize,
@@ -211,9 +238,8 @@ pub(super) fn unband<T: crate::word::Word>(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     if width.is_multiple_of(bands) && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u32>() {
-        let by_avx512 =
-            crate::isa::level() == crate::isa::Level::Avx512 && bands.is_multiple_of(LANES);
-        let by_avx2 = crate::isa::avx2_kernels() && bands.is_multiple_of(x86::AVX2_LANES);
+        let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512 && bands >= LANES;
+        let by_avx2 = crate::isa::avx2_kernels() && bands >= x86::AVX2_LANES;
         if by_avx512 || by_avx2 {
             // SAFETY: `T` is `u32` (the same type id), so the slice is one of `u32`s.
             let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
@@ -232,7 +258,7 @@ pub(super) fn unband<T: crate::word::Word>(
 }
 
 /// [`unband`] for 64-bit words: 8 turns of 8 bands at a time through a transpose in
-/// registers, when this CPU has the vector kernels and the bands are a multiple of 8;
+/// registers, when this CPU has the vector kernels and there are at least 8 bands;
 /// returns whether it ran.
 pub(super) fn unband_wide<T: crate::word::Word>(
     ordered: &[u64],
@@ -242,7 +268,7 @@ pub(super) fn unband_wide<T: crate::word::Word>(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     if crate::isa::level() == crate::isa::Level::Avx512
-        && bands.is_multiple_of(8)
+        && bands >= 8
         && width.is_multiple_of(bands)
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u64>()
     {
@@ -277,26 +303,33 @@ mod x86 {
         Slots(&'a [u32], &'a [u8; 256]),
     }
 
-    /// Defines a kernel of [`super::decode_tokens`] compiled for `$features`: `V`
-    /// registers of 16 bands each (16 or 32 bands), or with `NARROW` 8 bands in the low
-    /// lanes of one (the others idle: masked off renormalisation, stores and the
-    /// states written back), the states looked up in `entries`,
+    /// Defines a kernel of [`super::decode_tokens`] compiled for `$features`: the
+    /// decoder's bands (8 to `16 V`; `16 V` unless `PARTIAL`) in `V` registers of 16
+    /// lanes, band `g` in lane `g mod 16` of register `g / 16`, the lanes past the last
+    /// band idle (masked off renormalisation, stores and the states written back), the
+    /// states looked up in `entries`,
     /// the classes of tokens looked up by slot entry with `$class`. Two copies of one
     /// body, so that each inlines the intrinsics of its features.
     macro_rules! token_kernel {
         ($(#[$doc:meta])* $name:ident, $class:ident, $features:literal) => {
             $(#[$doc])*
             #[target_feature(enable = $features)]
-            pub(super) fn $name<const V: usize, const NARROW: bool>(
+            pub(super) fn $name<const V: usize, const PARTIAL: bool>(
                 dec: &mut band_rans::Decoder<'_>,
                 entries: Entries<'_>,
                 lookup: &Lookup,
                 tokens: &mut [u8],
                 classes: &mut [u8],
             ) -> usize {
-        // Narrow: 8 bands in the low half of one register, the high half idle.
-        let bands = if NARROW { LANES / 2 } else { V * LANES };
-        let used: __mmask16 = if NARROW { 0x00ff } else { 0xffff };
+        // Constant unless the last register is `PARTIAL`ly used.
+        let bands = if PARTIAL { dec.bands() } else { V * LANES };
+        debug_assert!(bands == dec.bands());
+        debug_assert!(bands >= 8 && (V - 1) * LANES < bands && bands <= V * LANES);
+        // The lanes of each register that hold a band.
+        let used: [__mmask16; V] = std::array::from_fn(|v| {
+            let lanes = bands.saturating_sub(v * LANES).min(LANES);
+            ((1u32 << lanes) - 1) as __mmask16
+        });
         let n = tokens.len().min(classes.len());
         let turns = n / bands;
         let cfg = lookup.cfg;
@@ -349,10 +382,13 @@ mod x86 {
         // Each register's renormalisation loads the 32 bytes at `pos`: the turns stop
         // where fewer than `V * 32` are left.
         while turn < turns && pos + V * 32 <= input.len() {
-            for (v, x) in x.iter_mut().enumerate() {
+            for (v, (x, &used)) in x.iter_mut().zip(&used).enumerate() {
                 let at = turn * bands + v * LANES;
                 let load_classes = |back: usize| {
-                    // SAFETY: `back <= at`, so the 16 bytes lie in `classes[..at]`.
+                    // SAFETY: `back <= at` and a multiple of the band count, so the 16
+                    // bytes end at `at - back + 16 <= (turn + 1) bands + 16 (v + 1) -
+                    // 2 bands`, within this turn (at least 8 bands, 16 for `v = 1`) and
+                    // so below `n`.
                     unsafe {
                         let p = classes.as_ptr().add(at - back);
                         _mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast()))
@@ -433,15 +469,18 @@ mod x86 {
                     _mm512_mask_or_epi32(state, renormalise, _mm512_slli_epi32::<16>(state), words);
                 pos += 2 * renormalise.count_ones() as usize;
 
-                if NARROW {
-                    // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n / 8`).
+                if used != 0xffff {
+                    // SAFETY: the positions `at..` of the used lanes lie in both buffers
+                    // (`turn < n / bands`); the others are not written.
                     unsafe {
-                        _mm_storel_epi64(
+                        _mm_mask_storeu_epi8(
                             tokens.as_mut_ptr().add(at).cast(),
+                            used,
                             _mm512_cvtepi32_epi8(symbol),
                         );
-                        _mm_storel_epi64(
+                        _mm_mask_storeu_epi8(
                             classes.as_mut_ptr().add(at).cast(),
+                            used,
                             _mm512_cvtepi32_epi8(class),
                         );
                     }
@@ -462,7 +501,7 @@ mod x86 {
             }
             turn += 1;
         }
-        for (v, x) in x.iter().enumerate() {
+        for (v, (x, &used)) in x.iter().zip(&used).enumerate() {
             // SAFETY: `V * 16` states of 4 bytes each (at most 32), unaligned; the
             // bands' own only.
             unsafe {
@@ -514,14 +553,20 @@ mod x86 {
     ///
     /// AVX2 and POPCNT must be present.
     #[target_feature(enable = "avx2,popcnt")]
-    pub(super) unsafe fn decode_turns_avx2<const V: usize>(
+    pub(super) unsafe fn decode_turns_avx2<const V: usize, const PARTIAL: bool>(
         dec: &mut band_rans::Decoder<'_>,
         tables: &[DecodeTable],
         lookup: &Lookup,
         tokens: &mut [u8],
         classes: &mut [u8],
     ) -> usize {
-        let bands = V * AVX2_LANES;
+        // Constant unless the last register is `PARTIAL`ly used.
+        let bands = if PARTIAL { dec.bands() } else { V * AVX2_LANES };
+        debug_assert!(bands == dec.bands());
+        debug_assert!(bands >= 8 && (V - 1) * AVX2_LANES < bands && bands <= V * AVX2_LANES);
+        // The lanes of each register that hold a band, as a count and a bit mask.
+        let lanes: [usize; V] =
+            std::array::from_fn(|v| bands.saturating_sub(v * AVX2_LANES).min(AVX2_LANES));
         let n = tokens.len().min(classes.len());
         let turns = n / bands;
         let cfg = lookup.cfg;
@@ -555,10 +600,12 @@ mod x86 {
         // Each register's renormalisation loads the 16 bytes at `pos`: the turns stop
         // where fewer than `V * 16` are left.
         while turn < turns && pos + V * 16 <= input.len() {
-            for (v, x) in x.iter_mut().enumerate() {
+            for (v, (x, &lanes)) in x.iter_mut().zip(&lanes).enumerate() {
                 let at = turn * bands + v * AVX2_LANES;
                 let load_classes = |back: usize| {
-                    // SAFETY: `back <= at`, so the 8 bytes lie in `classes[..at]`.
+                    // SAFETY: `back <= at` and a multiple of the band count, so the 8
+                    // bytes end within this turn (as in the AVX-512 kernel) and so
+                    // below `n`.
                     unsafe {
                         let p = classes.as_ptr().add(at - back);
                         _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()))
@@ -612,7 +659,8 @@ mod x86 {
                 );
                 // Below `BAND_L` = 2^16: nothing above the low 16 bits.
                 let renormalise = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(state), zero);
-                let mask = _mm256_movemask_ps(_mm256_castsi256_ps(renormalise)) as usize;
+                let mask = _mm256_movemask_ps(_mm256_castsi256_ps(renormalise)) as usize
+                    & ((1 << lanes) - 1);
                 // SAFETY: `pos + 16 <= input.len()` (the loop's condition: this
                 // register's words start at most `(V - 1) * 16` bytes further), and
                 // `EXPAND`'s rows hold 8 indices.
@@ -626,27 +674,36 @@ mod x86 {
                 *x = _mm256_blendv_epi8(state, renormalised, renormalise);
                 pos += 2 * mask.count_ones() as usize;
 
-                // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n / bands`).
-                unsafe {
-                    tokens
-                        .as_mut_ptr()
-                        .add(at)
-                        .cast::<i64>()
-                        .write_unaligned(low_bytes(symbol));
-                    classes
-                        .as_mut_ptr()
-                        .add(at)
-                        .cast::<i64>()
-                        .write_unaligned(low_bytes(_mm256_srli_epi32::<{ CLASS_SHIFT as i32 }>(
-                            range,
-                        )));
+                let class = low_bytes(_mm256_srli_epi32::<{ CLASS_SHIFT as i32 }>(range));
+                if lanes == AVX2_LANES {
+                    // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n /
+                    // bands`).
+                    unsafe {
+                        tokens
+                            .as_mut_ptr()
+                            .add(at)
+                            .cast::<i64>()
+                            .write_unaligned(low_bytes(symbol));
+                        classes
+                            .as_mut_ptr()
+                            .add(at)
+                            .cast::<i64>()
+                            .write_unaligned(class);
+                    }
+                } else {
+                    tokens[at..at + lanes]
+                        .copy_from_slice(&low_bytes(symbol).to_le_bytes()[..lanes]);
+                    classes[at..at + lanes].copy_from_slice(&class.to_le_bytes()[..lanes]);
                 }
             }
             turn += 1;
         }
-        for (v, x) in x.iter().enumerate() {
-            // SAFETY: `V * 8` states of 4 bytes each (at most 32), unaligned.
-            unsafe { _mm256_storeu_si256(dec.states.as_mut_ptr().add(v * AVX2_LANES).cast(), *x) };
+        for (v, (x, &lanes)) in x.iter().zip(&lanes).enumerate() {
+            let mut states = [0u32; AVX2_LANES];
+            // SAFETY: 8 states of 4 bytes, unaligned.
+            unsafe { _mm256_storeu_si256(states.as_mut_ptr().cast(), *x) };
+            // The bands' own only.
+            dec.states[v * AVX2_LANES..v * AVX2_LANES + lanes].copy_from_slice(&states[..lanes]);
         }
         dec.pos = pos;
         turn * bands
@@ -939,14 +996,15 @@ mod x86 {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
-    /// See [`super::unband`]: `bands` a multiple of 16 dividing `width`.
+    /// See [`super::unband`]: `bands` dividing `width`, blocks of 16 of them.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
     pub(super) fn unband(ordered: &[u32], width: usize, bands: usize, out: &mut [u32]) {
         let b = width / bands;
         let whole = b / LANES * LANES;
+        let full = bands / LANES * LANES;
         for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
             for c0 in (0..whole).step_by(LANES) {
-                for g0 in (0..bands).step_by(LANES) {
+                for g0 in (0..full).step_by(LANES) {
                     // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 16`
                     // (`c0 + 16 <= b`, `g0 + 16 <= bands`).
                     let turns: [__m512i; LANES] = std::array::from_fn(|i| unsafe {
@@ -960,6 +1018,14 @@ mod x86 {
                     }
                 }
             }
+            // The bands past the last whole block, then the turns past it.
+            if full < bands {
+                for c in 0..whole {
+                    for g in full..bands {
+                        to[g * b + c] = from[c * bands + g];
+                    }
+                }
+            }
             for c in whole..b {
                 for g in 0..bands {
                     to[g * b + c] = from[c * bands + g];
@@ -968,8 +1034,8 @@ mod x86 {
         }
     }
 
-    /// See [`super::unband`]: the AVX2 kernel, 8 turns of 8 bands at a time; `bands` a
-    /// multiple of 8 dividing `width`.
+    /// See [`super::unband`]: the AVX2 kernel, 8 turns of 8 bands at a time; `bands`
+    /// dividing `width`.
     ///
     /// # Safety
     ///
@@ -978,9 +1044,10 @@ mod x86 {
     pub(super) unsafe fn unband_avx2(ordered: &[u32], width: usize, bands: usize, out: &mut [u32]) {
         let b = width / bands;
         let whole = b / AVX2_LANES * AVX2_LANES;
+        let full = bands / AVX2_LANES * AVX2_LANES;
         for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
             for c0 in (0..whole).step_by(AVX2_LANES) {
-                for g0 in (0..bands).step_by(AVX2_LANES) {
+                for g0 in (0..full).step_by(AVX2_LANES) {
                     // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 8`
                     // (`c0 + 8 <= b`, `g0 + 8 <= bands`).
                     let turns: [__m256i; AVX2_LANES] = std::array::from_fn(|i| unsafe {
@@ -991,6 +1058,14 @@ mod x86 {
                         unsafe {
                             _mm256_storeu_si256(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
                         };
+                    }
+                }
+            }
+            // The bands past the last whole block, then the turns past it.
+            if full < bands {
+                for c in 0..whole {
+                    for g in full..bands {
+                        to[g * b + c] = from[c * bands + g];
                     }
                 }
             }
@@ -1033,15 +1108,16 @@ mod x86 {
         })
     }
 
-    /// See [`super::unband_wide`]: `bands` a multiple of 8 dividing `width`.
+    /// See [`super::unband_wide`]: `bands` dividing `width`, blocks of 8 of them.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
     pub(super) fn unband_wide(ordered: &[u64], width: usize, bands: usize, out: &mut [u64]) {
         const W: usize = 8;
         let b = width / bands;
         let whole = b / W * W;
+        let full = bands / W * W;
         for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
             for c0 in (0..whole).step_by(W) {
-                for g0 in (0..bands).step_by(W) {
+                for g0 in (0..full).step_by(W) {
                     // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 8`
                     // (`c0 + 8 <= b`, `g0 + 8 <= bands`).
                     let turns: [__m512i; W] = std::array::from_fn(|i| unsafe {
@@ -1052,6 +1128,14 @@ mod x86 {
                         unsafe {
                             _mm512_storeu_si512(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
                         };
+                    }
+                }
+            }
+            // The bands past the last whole block, then the turns past it.
+            if full < bands {
+                for c in 0..whole {
+                    for g in full..bands {
+                        to[g * b + c] = from[c * bands + g];
                     }
                 }
             }
@@ -1271,6 +1355,11 @@ mod tests {
             (32, 64, 2),
             (8, 8, 1),
             (8, 21, 3),
+            // Bands past the last whole block of the register's lanes.
+            (20, 17, 2),
+            (12, 9, 3),
+            (31, 16, 1),
+            (24, 8, 2),
         ] {
             let width = bands * b;
             let ordered: Vec<u32> = (0..width * rows).map(|_| rng.gen()).collect();
@@ -1278,7 +1367,7 @@ mod tests {
             super::super::unband_by(&ordered, width, bands, &mut expected);
             let mut got = vec![0u32; ordered.len()];
             let ran = unband(&ordered, width, bands, &mut got);
-            let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512 && bands % 16 == 0;
+            let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512 && bands >= 16;
             let by_avx2 = cfg!(target_arch = "x86_64") && crate::isa::avx2_kernels();
             assert_eq!(ran, by_avx512 || by_avx2);
             if ran {
@@ -1299,7 +1388,16 @@ mod tests {
     #[test]
     fn the_wide_unband_kernel_places_values_as_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(47);
-        for (bands, b, rows) in [(8, 8, 1), (16, 1, 3), (16, 9, 2), (32, 17, 2), (8, 40, 5)] {
+        for (bands, b, rows) in [
+            (8, 8, 1),
+            (16, 1, 3),
+            (16, 9, 2),
+            (32, 17, 2),
+            (8, 40, 5),
+            (20, 41, 3),
+            (12, 8, 2),
+            (31, 9, 1),
+        ] {
             let width = bands * b;
             let ordered: Vec<u64> = (0..width * rows).map(|_| rng.gen()).collect();
             let mut expected = vec![0u64; ordered.len()];
@@ -1325,7 +1423,7 @@ mod tests {
 
     fn kernel_decodes_as_the_portable_decoder<T: crate::word::Word>(seed: u64) {
         let mut rng = SmallRng::seed_from_u64(seed);
-        for case in 0..72 {
+        for case in 0..80 {
             let (buckets, split) = [(1u8, 1u8), (6, 1), (16, 3), (3, 3)][case % 4];
             let cfg = ContextConfig {
                 buckets,
@@ -1349,7 +1447,8 @@ mod tests {
                     .collect();
                 tables.push(&normalize(&weights), &lookup_classes);
             }
-            let bands = [8, 16, 32][case / 4 % 3];
+            // Whole registers, and the last one part used (one or two registers).
+            let bands = [8, 16, 32, 9, 12, 15, 17, 20, 24, 31][case / 4 % 10];
             let width = bands * [1usize, 2, 8, 64][case % 4];
             let left = bands * rng.gen_range(1..4);
             let n = width * rng.gen_range(1..40);
@@ -1384,9 +1483,14 @@ mod tests {
                     &mut got.1,
                 );
                 lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
-                assert_eq!(got, expected, "case {case} slots {with_slots}");
+                assert_eq!(
+                    got, expected,
+                    "case {case} bands {bands} slots {with_slots}"
+                );
                 assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
-                if crate::isa::avx2_kernels() && stream.len() >= 4 * bands + 64 {
+                let has_kernel =
+                    crate::isa::level() == crate::isa::Level::Avx512 || crate::isa::avx2_kernels();
+                if has_kernel && stream.len() >= 4 * bands + 64 {
                     assert!(done > 0, "the kernel ran");
                 }
             }
@@ -1402,7 +1506,7 @@ mod tests {
                     &mut got.1,
                 );
                 lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
-                assert_eq!(got, expected, "case {case} AVX2");
+                assert_eq!(got, expected, "case {case} bands {bands} AVX2");
                 assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
                 if crate::isa::avx2_kernels() && stream.len() >= 4 * bands + 64 {
                     assert!(done > 0, "the AVX2 kernel ran");
