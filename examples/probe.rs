@@ -130,12 +130,12 @@ fn main() {
             compress_best = compress_best.min((mid - start).as_secs_f64());
             decompress_best = decompress_best.min((end - mid).as_secs_f64());
         }
-        let mb = data.len() as f64 / 1e6;
-        println!(
-            "ratio {:.4} compress {:.1} decompress {:.1} (alternating)",
-            packed.len() as f64 / data.len() as f64,
-            mb / compress_best,
-            mb / decompress_best
+        report(
+            data.len(),
+            packed.len(),
+            compress_best,
+            decompress_best,
+            " (alternating)",
         );
         return;
     }
@@ -143,10 +143,16 @@ fn main() {
         decompress_into(&packed, &mut back, params.threads).expect("decompresses");
     });
     assert!(back == data, "round trip is bit-exact");
-    let mb = data.len() as f64 / 1e6;
+    report(data.len(), packed.len(), compress_s, decompress_s, "");
+}
+
+/// Prints the ratio of `packed` to `raw` bytes and the throughputs in MB/s of raw bytes
+/// of the best compression and decompression times, then `note`.
+fn report(raw: usize, packed: usize, compress_s: f64, decompress_s: f64, note: &str) {
+    let mb = raw as f64 / 1e6;
     println!(
-        "ratio {:.4} compress {:.1} decompress {:.1}",
-        packed.len() as f64 / data.len() as f64,
+        "ratio {:.4} compress {:.1} decompress {:.1}{note}",
+        packed as f64 / raw as f64,
         mb / compress_s,
         mb / decompress_s
     );

@@ -1343,7 +1343,8 @@ mod tests {
     }
 
     /// The transposing kernels (AVX-512's and AVX2's) put every value where the portable
-    /// loop does, for 8, 16 and 32 bands of whole and partial runs of 16 and 8 turns.
+    /// loop does, for 8 to 32 bands (multiples of the lanes and others) of whole and
+    /// partial runs of 16 and 8 turns.
     #[test]
     fn the_unband_kernel_places_values_as_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(41);
@@ -1384,7 +1385,7 @@ mod tests {
     }
 
     /// The 64-bit transposing kernel puts every value where the portable loop does, for
-    /// 8, 16 and 32 bands of whole and partial runs of 8 turns.
+    /// 8 to 32 bands (multiples of 8 and others) of whole and partial runs of 8 turns.
     #[test]
     fn the_wide_unband_kernel_places_values_as_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(47);
