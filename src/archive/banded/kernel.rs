@@ -1,11 +1,12 @@
 //! The vector kernels of banded decoding: the residuals of one turn decoded at once,
 //! one band per 32-bit lane of one or two AVX-512 registers, or of one to four AVX2
-//! registers (8 to 32 bands, the lanes past the last band idle). Contexts come from two loads of the classes one row and `left`
-//! turns earlier, table entries from gathers, and the renormalisation words from one
-//! load expanded into the lanes that need them (in band order, as the stream holds
-//! them): by AVX-512's expand, or by AVX2's permutation of the words with the indices
-//! the lanes' mask looks up. The portable decoder of [`super::Lookup`] is the
-//! reference: all give the same tokens, classes and stream position.
+//! registers (8 to 32 bands, the lanes past the last band idle). Contexts come from two
+//! loads of the classes one row and `left` turns earlier, table entries from gathers,
+//! and the renormalisation words from one load expanded into the lanes that need them
+//! (in band order, as the stream holds them): by AVX-512's expand, or by AVX2's
+//! permutation of the words with the indices the lanes' mask looks up. The portable
+//! decoder of [`super::Lookup`] is the reference: all give the same tokens, classes and
+//! stream position.
 
 use super::super::band_rans;
 use super::super::rans::DecodeTable;
@@ -19,8 +20,8 @@ pub(super) const LANES: usize = 16;
 
 /// Decodes the tokens of the first turns into `tokens` and `classes` (in band order)
 /// with the vector kernel, when this CPU has one (AVX-512 or AVX2) and the stream at
-/// least 8 bands; returns the position it stopped at (a multiple of
-/// the band count, 0 when it did not run), from which the portable decoder goes on.
+/// least 8 bands; returns the position it stopped at (a multiple of the band count, 0
+/// when it did not run), from which the portable decoder goes on.
 /// `slots` is scratch for the kernel's [`slot_entries`].
 pub(super) fn decode_tokens(
     dec: &mut band_rans::Decoder<'_>,
@@ -564,7 +565,7 @@ mod x86 {
         let bands = if PARTIAL { dec.bands() } else { V * AVX2_LANES };
         debug_assert!(bands == dec.bands());
         debug_assert!(bands >= 8 && (V - 1) * AVX2_LANES < bands && bands <= V * AVX2_LANES);
-        // The lanes of each register that hold a band, as a count and a bit mask.
+        // The lanes of each register that hold a band.
         let lanes: [usize; V] =
             std::array::from_fn(|v| bands.saturating_sub(v * AVX2_LANES).min(AVX2_LANES));
         let n = tokens.len().min(classes.len());
@@ -996,6 +997,32 @@ mod x86 {
         _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high)
     }
 
+    /// Puts in place the values of one row (`from` in band order, `to` in place) that the
+    /// blocks of a transpose left: those of the bands from `full` on in the turns below
+    /// `whole`, then every band's in the turns from `whole` on.
+    #[inline(always)]
+    fn place_past_blocks<S: Copy>(
+        from: &[S],
+        to: &mut [S],
+        bands: usize,
+        whole: usize,
+        full: usize,
+    ) {
+        let b = from.len() / bands;
+        if full < bands {
+            for c in 0..whole {
+                for g in full..bands {
+                    to[g * b + c] = from[c * bands + g];
+                }
+            }
+        }
+        for c in whole..b {
+            for g in 0..bands {
+                to[g * b + c] = from[c * bands + g];
+            }
+        }
+    }
+
     /// See [`super::unband`]: `bands` dividing `width`, blocks of 16 of them.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")]
     pub(super) fn unband(ordered: &[u32], width: usize, bands: usize, out: &mut [u32]) {
@@ -1018,19 +1045,7 @@ mod x86 {
                     }
                 }
             }
-            // The bands past the last whole block, then the turns past it.
-            if full < bands {
-                for c in 0..whole {
-                    for g in full..bands {
-                        to[g * b + c] = from[c * bands + g];
-                    }
-                }
-            }
-            for c in whole..b {
-                for g in 0..bands {
-                    to[g * b + c] = from[c * bands + g];
-                }
-            }
+            place_past_blocks(from, to, bands, whole, full);
         }
     }
 
@@ -1061,19 +1076,7 @@ mod x86 {
                     }
                 }
             }
-            // The bands past the last whole block, then the turns past it.
-            if full < bands {
-                for c in 0..whole {
-                    for g in full..bands {
-                        to[g * b + c] = from[c * bands + g];
-                    }
-                }
-            }
-            for c in whole..b {
-                for g in 0..bands {
-                    to[g * b + c] = from[c * bands + g];
-                }
-            }
+            place_past_blocks(from, to, bands, whole, full);
         }
     }
 
@@ -1131,19 +1134,7 @@ mod x86 {
                     }
                 }
             }
-            // The bands past the last whole block, then the turns past it.
-            if full < bands {
-                for c in 0..whole {
-                    for g in full..bands {
-                        to[g * b + c] = from[c * bands + g];
-                    }
-                }
-            }
-            for c in whole..b {
-                for g in 0..bands {
-                    to[g * b + c] = from[c * bands + g];
-                }
-            }
+            place_past_blocks(from, to, bands, whole, full);
         }
     }
 
