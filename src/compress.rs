@@ -34,10 +34,11 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
 }
 
 /// The chunk as the plain coding `code` makes it, or as scaled integers when the data
-/// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut); float64
+/// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut and
+/// [`scaled_on_part`] for archive mode's); float64
 /// data that holds float32 values is narrowed first (see [`narrow`]), and in archive
 /// mode the components of elements of several words are coded as planes when that is
-/// smaller (see [`Layout::planar_pays`]). `code` gets the plan and the words it codes.
+/// smaller (see [`Layout::planar_trial`]). `code` gets the plan and the words it codes.
 /// Two codings that decide between layouts run in parallel when `params` allows threads.
 fn compress_smaller(
     data: &[u8],
@@ -84,6 +85,9 @@ fn compress_smaller(
     // Chunks too small to sample are coded both ways in full (the decision is then
     // free).
     let part = planar_part(words.len(), &shape, params);
+    // The bytes of `part` coded plainly, as the chunk will be, when the planar trial
+    // coded it.
+    let mut part_plain = None;
     let (planar, decided) = match (&planar, &part) {
         (Some(p), None) => {
             let (interleaved, split) =
@@ -95,7 +99,17 @@ fn compress_smaller(
                 (None, Some(interleaved))
             }
         }
-        (Some(p), Some(part)) if layout.planar_pays(part, words, shift) => (Some(p), None),
+        (Some(p), Some(part)) => match layout.planar_trial(part, words, shift) {
+            Some((interleaved, split)) if clearly_smaller_as_planes(split, interleaved) => {
+                part_plain = Some(split);
+                (Some(p), None)
+            }
+            Some((interleaved, _)) => {
+                part_plain = Some(interleaved);
+                (None, None)
+            }
+            None => (None, None),
+        },
         _ => (None, None),
     };
     let plain = || match decided {
@@ -103,9 +117,23 @@ fn compress_smaller(
         None => plain_with(planar),
     };
     if params.mode == Mode::Archive {
-        // Archive mode codes the chunk both ways and keeps the smaller: in parallel, the
-        // plain coding on the calling thread, whose own tiles the pool's workers then
-        // share (a worker's nested tiles would get no help from the caller).
+        let judged = part
+            .as_ref()
+            .and_then(|part| scaled_on_part(data, words, layout, part, planar, shift, part_plain));
+        match judged {
+            Some(Judged::Scaled) => {
+                return match compress_scaled(data, layout, planar) {
+                    Some(scaled) => Ok(Packed::whole(scaled)),
+                    None => plain(),
+                }
+            }
+            Some(Judged::Plain) => return plain(),
+            Some(Judged::Close) | None => {}
+        }
+        // Unless its part was clear, archive mode codes the chunk both ways and keeps the
+        // smaller: in parallel, the plain coding on the calling thread, whose own tiles
+        // the pool's workers then share (a worker's nested tiles would get no help from
+        // the caller).
         let threads = params.threads;
         let (plain, scaled) = pool::join(threads, plain, || compress_scaled(data, layout, planar));
         let plain = plain?;
@@ -213,14 +241,13 @@ impl<'a> Layout<'a> {
         }
     }
 
-    /// Whether the chunk's components, coded as planes, are clearly smaller than
-    /// interleaved (see [`clearly_smaller_as_planes`]), judged on `part` of the chunk
-    /// (see [`planar_part`]) coded both ways.
-    fn planar_pays(self, part: &Part, words: &[u8], shift: u8) -> bool {
+    /// The bytes of `part` of the chunk (see [`planar_part`]) coded with its components
+    /// interleaved and as planes, which decide whether the chunk's components are coded
+    /// as planes (see [`clearly_smaller_as_planes`]); None when the part has no planes or
+    /// a coding failed.
+    fn planar_trial(self, part: &Part, words: &[u8], shift: u8) -> Option<(usize, usize)> {
         let sample = self.cut(&part.shape);
-        let Some(split_planar) = Planar::of(&part.shape, self.params) else {
-            return false;
-        };
+        let split_planar = Planar::of(&part.shape, self.params)?;
         let head = part.gather(words, self.shape, self.params.word_size);
         let planes = planar::split(&head, self.params.word_size, split_planar.components);
         let coded = |words: &[u8], planar: Option<&Planar>| {
@@ -233,12 +260,12 @@ impl<'a> Layout<'a> {
             || coded(&planes, Some(&split_planar)),
         );
         let (Ok(interleaved), Ok(split)) = (interleaved, split) else {
-            return false;
+            return None;
         };
-        let pays = clearly_smaller_as_planes(split.len(), interleaved.len());
+        let sizes = (interleaved.len(), split.len());
         buffers::give(interleaved);
         buffers::give(split);
-        pays
+        Some(sizes)
     }
 }
 
@@ -317,12 +344,74 @@ fn clearly_smaller_as_planes(planar: usize, interleaved: usize) -> bool {
     planar * 128 < interleaved * 127
 }
 
+/// What coding `part` of a chunk as scaled integers and plainly says of the whole chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    /// Scaled integers code the part clearly smaller: the chunk is coded only so.
+    Scaled,
+    /// The plain coding is clearly smaller: the chunk is coded only plainly.
+    Plain,
+    /// Neither by [`CLEARLY_PARTS`]: the chunk is coded both ways.
+    Close,
+}
+
+/// One coding of a part is clearly smaller than the other when it is smaller by at
+/// least one part in this many.
+const CLEARLY_PARTS: usize = 16;
+
+/// Archive mode's judgement of scaled integers on `part` of the chunk (see
+/// [`planar_part`]): the part coded as scaled integers from `data` and plainly from
+/// `words` (shifted by `shift`; its size `part_plain` when the planar trial coded it
+/// already), both as planes when `planar` is given. None when the part has no scale or
+/// its integers do not compress: the whole chunk then decides.
+fn scaled_on_part(
+    data: &[u8],
+    words: &[u8],
+    layout: Layout,
+    part: &Part,
+    planar: Option<&Planar>,
+    shift: u8,
+    part_plain: Option<usize>,
+) -> Option<Judged> {
+    let sample = layout.cut(&part.shape);
+    let word = layout.params.word_size;
+    let scaled = compress_scaled(&part.gather(data, layout.shape, word), sample, planar)?;
+    let scaled_len = scaled.len();
+    buffers::give(scaled);
+    let plain_len = match part_plain {
+        Some(len) => len,
+        None => {
+            let head = part.gather(words, layout.shape, word);
+            let part_planar = planar.and_then(|_| Planar::of(&part.shape, layout.params));
+            let planes = part_planar
+                .as_ref()
+                .map(|p| planar::split(&head, word, p.components));
+            let coded = planes.as_deref().unwrap_or(&head);
+            let plain = sample
+                .plain_plan(coded, part_planar.as_ref(), shift)
+                .ok()?
+                .compress(coded);
+            let len = plain.len();
+            buffers::give(plain);
+            len
+        }
+    };
+    let clearly_below = |a: usize, b: usize| a * CLEARLY_PARTS < b * (CLEARLY_PARTS - 1);
+    Some(if clearly_below(scaled_len, plain_len) {
+        Judged::Scaled
+    } else if clearly_below(plain_len, scaled_len) {
+        Judged::Plain
+    } else {
+        Judged::Close
+    })
+}
+
 /// Whether the chunk may be smaller as scaled integers, judged in fast mode (whose words
 /// stay interleaved) on its first eighth (see [`sample_part`]; coded as scaled integers
 /// from `data`, and plainly from `words`): only then is the whole chunk coded both ways.
 /// Floats that are integers (correlator counts stored as floats) have a scale but code
-/// as small plainly, and coding them twice would halve fast mode's speed. Archive mode
-/// and small chunks always try both.
+/// as small plainly, and coding them twice would halve fast mode's speed. Small chunks
+/// always try both; archive mode judges on its own part (see [`scaled_on_part`]).
 fn scaled_pays_on_sample(data: &[u8], words: &[u8], layout: Layout, shift: u8) -> bool {
     let params = layout.params;
     if params.mode != Mode::Fast || params.element != ElementKind::Float {
@@ -366,7 +455,7 @@ fn narrowed(data: &[u8], params: &Params) -> Option<Vec<u8>> {
 
 /// Whether fast mode keeps a chunk of scaled integers without also coding the floats:
 /// when it is under 3/4 of the data, which the floats' noisy low mantissa bits do not
-/// approach. Archive mode always codes both and keeps the smaller.
+/// approach. Archive mode judges on a part instead (see [`scaled_on_part`]).
 fn clearly_smaller(scaled: &[u8], data: &[u8], params: &Params) -> bool {
     params.mode == Mode::Fast && scaled.len() * 4 < data.len() * 3
 }
@@ -926,5 +1015,89 @@ mod tests {
         assert_eq!(header.shape, vec![4, 3, 2]);
         assert_eq!(&chunk[len..], &data[..]);
         assert_eq!(crate::decompress(&chunk).unwrap(), data);
+    }
+
+    /// Float32 spectra of 16-bit integers times one scale per spectrum: (time, baseline,
+    /// channel).
+    fn scaled_spectra(shape: [usize; 3]) -> Vec<u8> {
+        let [times, baselines, channels] = shape;
+        let mut out = Vec::new();
+        for t in 0..times {
+            for b in 0..baselines {
+                let scale = 1.0e-3 * (1.0 + ((t * 31 + b * 17) % 97) as f32 / 97.0);
+                for c in 0..channels {
+                    let level = ((c as f32 / channels as f32) * 6.0).sin() * 12_000.0;
+                    let q = (level + ((t * 131 + b * 71 + c * 29) % 401) as f32 - 200.0) as i16;
+                    out.extend_from_slice(&(f32::from(q) * scale).to_le_bytes());
+                }
+            }
+        }
+        out
+    }
+
+    /// What archive mode's judgement on a part says of float32 `data` of `shape`.
+    fn judged(data: &[u8], shape: &[usize]) -> Option<Judged> {
+        let mut params = Params::new(4, shape);
+        params.mode = Mode::Archive;
+        let layout = Layout {
+            shape,
+            params: &params,
+            narrowed: false,
+            sampled: false,
+        };
+        let shifted = shifted(data, &params);
+        let (words, shift) = match &shifted {
+            Some((z, words)) => (words.as_slice(), *z),
+            None => (data, 0),
+        };
+        let part = planar_part(data.len(), shape, &params).expect("a part");
+        scaled_on_part(data, words, layout, &part, None, shift, None)
+    }
+
+    #[test]
+    fn archive_mode_codes_spectra_clearly_smaller_as_integers_only_so() {
+        let shape = [64, 8, 256];
+        let data = scaled_spectra(shape);
+        assert_eq!(judged(&data, &shape), Some(Judged::Scaled));
+        let mut params = Params::new(4, &shape);
+        params.mode = Mode::Archive;
+        let layout = Layout {
+            shape: &shape,
+            params: &params,
+            narrowed: false,
+            sampled: false,
+        };
+        let scaled = compress_scaled(&data, layout, None).expect("a scale");
+        assert_eq!(compress(&data, &params).unwrap(), scaled);
+    }
+
+    #[test]
+    fn archive_mode_codes_floats_of_few_mantissa_bits_plainly_only() {
+        // Series through zero rounded to 8 mantissa bits, as lossy pre-filters leave
+        // them: a scale divides them, but their integers span the magnitudes' range,
+        // which the floats' exponents code in a few bits.
+        let shape = [32, 16, 256];
+        let data: Vec<u8> = (0..shape.iter().product::<usize>())
+            .flat_map(|k| {
+                let k = k as f32;
+                let x = 1.0e3 * (k * 1.0e-3).sin() * (1.5 + (k * 0.37).sin());
+                (f32::from_bits(x.to_bits() & !0x7fff)).to_le_bytes()
+            })
+            .collect();
+        assert_eq!(judged(&data, &shape), Some(Judged::Plain));
+        let mut params = Params::new(4, &shape);
+        params.mode = Mode::Archive;
+        let chunk = compress(&data, &params).unwrap();
+        assert_eq!(chunk[FLAGS_OFFSET] & FLAG_SCALED, 0);
+        assert_eq!(crate::decompress(&chunk).unwrap(), data);
+    }
+
+    #[test]
+    fn archive_mode_judges_no_part_of_floats_without_a_scale() {
+        let shape = [32, 16, 256];
+        let data: Vec<u8> = (0..shape.iter().product::<usize>())
+            .flat_map(|k| (1.0e3 * (k as f32 * 1.0e-3).sin()).to_le_bytes())
+            .collect();
+        assert_eq!(judged(&data, &shape), None);
     }
 }
