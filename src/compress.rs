@@ -35,10 +35,10 @@ pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
 
 /// The chunk as the plain coding `code` makes it, or as scaled integers when the data
 /// are and that is smaller (see [`clearly_smaller`] for fast mode's shortcut and
-/// [`scaled_on_part`] for archive mode's); float64
-/// data that holds float32 values is narrowed first (see [`narrow`]), and in archive
-/// mode the components of elements of several words are coded as planes when that is
-/// smaller (see [`Layout::planar_trial`]). `code` gets the plan and the words it codes.
+/// [`scaled_on_part`] for archive mode's); float64 data that holds float32 values is
+/// narrowed first (see [`narrow`]), and in archive mode the components of elements of
+/// several words are coded as planes when that is smaller (see
+/// [`Layout::planar_trial`]). `code` gets the plan and the words it codes.
 /// Two codings that decide between layouts run in parallel when `params` allows threads.
 fn compress_smaller(
     data: &[u8],
