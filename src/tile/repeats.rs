@@ -12,6 +12,8 @@ const WINDOW: usize = 64;
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Anchors are one position in 2^ANCHOR_BITS.
 const ANCHOR_BITS: u32 = 4;
+/// Positions whose anchors are found before they are looked up.
+const ANCHOR_BLOCK: usize = 1024;
 
 /// About the words of `values` covered by repeats of at least [`WINDOW`] words of
 /// earlier words of `values` (any distance, any alignment). Runs of one value (zeros
@@ -34,31 +36,45 @@ pub fn repeated_words<T: Word>(values: &[T]) -> usize {
     // the position of the first window with it.
     let mut hashes = vec![0u64; slots];
     let mut firsts = vec![0usize; slots];
-    let mut h = 0u64;
+    let hash = |v: T| v.to_u64().wrapping_add(1).wrapping_mul(MULTIPLIER);
+    // The hash of the first window's words but its last.
+    let mut h = values[..WINDOW - 1]
+        .iter()
+        .fold(0u64, |h, &v| (h << 1).wrapping_add(hash(v)));
     let mut covered = 0;
-    for (at, &v) in values.iter().enumerate() {
-        h = (h << 1).wrapping_add(v.to_u64().wrapping_add(1).wrapping_mul(MULTIPLIER));
-        if h >> (64 - ANCHOR_BITS) != 0 || at + 1 < WINDOW {
-            continue;
+    // Anchors are found a block of positions at a time with no branch per word (one in
+    // 2^ANCHOR_BITS is an anchor, a branch on it would be mispredicted often), then
+    // looked up in order.
+    let mut found = [(0usize, 0u64); ANCHOR_BLOCK];
+    for block_start in (WINDOW - 1..n).step_by(ANCHOR_BLOCK) {
+        let block = &values[block_start..n.min(block_start + ANCHOR_BLOCK)];
+        let mut count = 0;
+        for (at, &v) in (block_start..).zip(block) {
+            h = (h << 1).wrapping_add(hash(v));
+            found[count] = (at, h);
+            count += usize::from(h >> (64 - ANCHOR_BITS) == 0);
         }
-        // A run of one value, judged by a few of the window's words.
-        let start = at + 1 - WINDOW;
-        if [start, at - 31, at - 7, at - 1]
-            .iter()
-            .all(|&i| values[i] == v)
-        {
-            continue;
-        }
-        let key = h | 1;
-        let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
-        while hashes[s] != 0 && hashes[s] != key {
-            s = (s + 1) & (slots - 1);
-        }
-        if hashes[s] == 0 {
-            hashes[s] = key;
-            firsts[s] = at;
-        } else if firsts[s] + WINDOW <= at {
-            covered += 1 << ANCHOR_BITS;
+        for &(at, h) in &found[..count] {
+            let v = values[at];
+            // A run of one value, judged by a few of the window's words.
+            let start = at + 1 - WINDOW;
+            if [start, at - 31, at - 7, at - 1]
+                .iter()
+                .all(|&i| values[i] == v)
+            {
+                continue;
+            }
+            let key = h | 1;
+            let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
+            while hashes[s] != 0 && hashes[s] != key {
+                s = (s + 1) & (slots - 1);
+            }
+            if hashes[s] == 0 {
+                hashes[s] = key;
+                firsts[s] = at;
+            } else if firsts[s] + WINDOW <= at {
+                covered += 1 << ANCHOR_BITS;
+            }
         }
     }
     covered.min(n)
@@ -106,6 +122,66 @@ mod tests {
         values[2000..6000].fill(0);
         values[7000..9000].fill(42);
         assert_eq!(repeated_words(&values), 0);
+    }
+
+    /// [`repeated_words`] word by word, each anchor looked up as it is met.
+    fn repeated_words_one_by_one(values: &[u32]) -> usize {
+        let n = values.len();
+        if n < 2 * WINDOW {
+            return 0;
+        }
+        let slots = (4 * (n >> ANCHOR_BITS)).next_power_of_two().max(64);
+        let index_bits = slots.trailing_zeros();
+        let (mut hashes, mut firsts) = (vec![0u64; slots], vec![0usize; slots]);
+        let (mut h, mut covered) = (0u64, 0);
+        for (at, &v) in values.iter().enumerate() {
+            let word = u64::from(v).wrapping_add(1).wrapping_mul(MULTIPLIER);
+            h = (h << 1).wrapping_add(word);
+            if h >> (64 - ANCHOR_BITS) != 0 || at + 1 < WINDOW {
+                continue;
+            }
+            let start = at + 1 - WINDOW;
+            if [start, at - 31, at - 7, at - 1]
+                .iter()
+                .all(|&i| values[i] == v)
+            {
+                continue;
+            }
+            let key = h | 1;
+            let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
+            while hashes[s] != 0 && hashes[s] != key {
+                s = (s + 1) & (slots - 1);
+            }
+            if hashes[s] == 0 {
+                hashes[s] = key;
+                firsts[s] = at;
+            } else if firsts[s] + WINDOW <= at {
+                covered += 1 << ANCHOR_BITS;
+            }
+        }
+        covered.min(n)
+    }
+
+    #[test]
+    fn anchors_found_a_block_at_a_time_count_as_one_by_one() {
+        // Copies across block boundaries, runs, few distinct values (many collisions
+        // and anchors) and lengths around the block size.
+        for (n, distinct) in [(128, 0), (1087, 0), (1088, 3), (5000, 0), (40_000, 5)] {
+            let mut values = noise(n, n as u64 + 1);
+            if distinct > 0 {
+                values.iter_mut().for_each(|v| *v %= distinct);
+            }
+            if n >= 4000 {
+                let copy = values[100..1500].to_vec();
+                values[2000..3400].copy_from_slice(&copy);
+                values[3500..3900].fill(9);
+            }
+            let expected = repeated_words_one_by_one(&values);
+            assert_eq!(repeated_words(&values), expected, "{n} words");
+        }
+        let copied = [noise(3000, 5), noise(3000, 5)].concat();
+        assert!(repeated_words(&copied) > 2000);
+        assert_eq!(repeated_words(&copied), repeated_words_one_by_one(&copied));
     }
 
     #[test]
