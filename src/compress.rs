@@ -991,6 +991,16 @@ pub fn recycle(buffer: Vec<u8>) {
 mod tests {
     use super::*;
 
+    /// The layout of a whole chunk of `shape`, not narrowed.
+    fn whole<'a>(shape: &'a [usize], params: &'a Params) -> Layout<'a> {
+        Layout {
+            shape,
+            params,
+            narrowed: false,
+            sampled: false,
+        }
+    }
+
     #[test]
     fn a_planar_chunk_stored_holds_the_words_in_their_own_order() {
         let shape = [4usize, 3, 2];
@@ -998,12 +1008,7 @@ mod tests {
         let mut params = Params::new(4, &shape);
         params.components = 2;
         params.mode = Mode::Archive;
-        let layout = Layout {
-            shape: &shape,
-            params: &params,
-            narrowed: false,
-            sampled: false,
-        };
+        let layout = whole(&shape, &params);
         let planar = Planar::of(&shape, &params).unwrap();
         let planes = planar::split(&data, 4, 2);
         let plan = layout.plain_plan(&planes, Some(&planar), 0).unwrap();
@@ -1039,12 +1044,7 @@ mod tests {
     fn judged(data: &[u8], shape: &[usize]) -> Option<Judged> {
         let mut params = Params::new(4, shape);
         params.mode = Mode::Archive;
-        let layout = Layout {
-            shape,
-            params: &params,
-            narrowed: false,
-            sampled: false,
-        };
+        let layout = whole(shape, &params);
         let shifted = shifted(data, &params);
         let (words, shift) = match &shifted {
             Some((z, words)) => (words.as_slice(), *z),
@@ -1061,12 +1061,7 @@ mod tests {
         assert_eq!(judged(&data, &shape), Some(Judged::Scaled));
         let mut params = Params::new(4, &shape);
         params.mode = Mode::Archive;
-        let layout = Layout {
-            shape: &shape,
-            params: &params,
-            narrowed: false,
-            sampled: false,
-        };
+        let layout = whole(&shape, &params);
         let scaled = compress_scaled(&data, layout, None).expect("a scale");
         assert_eq!(compress(&data, &params).unwrap(), scaled);
     }

@@ -30,12 +30,7 @@ pub fn repeated_words<T: Word>(values: &[T]) -> usize {
     if n < 2 * WINDOW {
         return 0;
     }
-    let slots = (4 * (n >> ANCHOR_BITS)).next_power_of_two().max(64);
-    let index_bits = slots.trailing_zeros();
-    // Open addressing: each slot holds a window's hash (low bit set; 0 is empty) and
-    // the position of the first window with it.
-    let mut hashes = vec![0u64; slots];
-    let mut firsts = vec![0usize; slots];
+    let mut table = AnchorTable::new(n);
     let hash = |v: T| v.to_u64().wrapping_add(1).wrapping_mul(MULTIPLIER);
     // The hash of the first window's words but its last.
     let mut h = values[..WINDOW - 1]
@@ -55,29 +50,61 @@ pub fn repeated_words<T: Word>(values: &[T]) -> usize {
             count += usize::from(h >> (64 - ANCHOR_BITS) == 0);
         }
         for &(at, h) in &found[..count] {
-            let v = values[at];
-            // A run of one value, judged by a few of the window's words.
-            let start = at + 1 - WINDOW;
-            if [start, at - 31, at - 7, at - 1]
-                .iter()
-                .all(|&i| values[i] == v)
-            {
-                continue;
-            }
-            let key = h | 1;
-            let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
-            while hashes[s] != 0 && hashes[s] != key {
-                s = (s + 1) & (slots - 1);
-            }
-            if hashes[s] == 0 {
-                hashes[s] = key;
-                firsts[s] = at;
-            } else if firsts[s] + WINDOW <= at {
-                covered += 1 << ANCHOR_BITS;
-            }
+            covered += table.look_up(values, at, h);
         }
     }
     covered.min(n)
+}
+
+/// The anchors met so far, by the hash of their window.
+struct AnchorTable {
+    /// Open addressing: each slot holds a window's hash (low bit set; 0 is empty).
+    hashes: Vec<u64>,
+    /// The position of the first window with the slot's hash.
+    firsts: Vec<usize>,
+    /// Bits of a slot's index.
+    index_bits: u32,
+}
+
+impl AnchorTable {
+    /// A table for the anchors of `n` words (four slots an anchor, as one in
+    /// 2^ANCHOR_BITS positions is).
+    fn new(n: usize) -> AnchorTable {
+        let slots = (4 * (n >> ANCHOR_BITS)).next_power_of_two().max(64);
+        AnchorTable {
+            hashes: vec![0; slots],
+            firsts: vec![0; slots],
+            index_bits: slots.trailing_zeros(),
+        }
+    }
+
+    /// The words the anchor at `at` of `values` (whose window hashes to `h`) stands for
+    /// as a repeat: 2^ANCHOR_BITS when an earlier window, ending at least a window
+    /// before, had its hash; else 0, the anchor then recorded if its hash is new.
+    /// Anchors in a run of one value, judged by a few of the window's words, count 0.
+    fn look_up<T: Word>(&mut self, values: &[T], at: usize, h: u64) -> usize {
+        let v = values[at];
+        let start = at + 1 - WINDOW;
+        if [start, at - 31, at - 7, at - 1]
+            .iter()
+            .all(|&i| values[i] == v)
+        {
+            return 0;
+        }
+        let key = h | 1;
+        let mask = self.hashes.len() - 1;
+        let mut s = ((key << ANCHOR_BITS) >> (64 - self.index_bits)) as usize;
+        while self.hashes[s] != 0 && self.hashes[s] != key {
+            s = (s + 1) & mask;
+        }
+        if self.hashes[s] == 0 {
+            self.hashes[s] = key;
+            self.firsts[s] = at;
+        } else if self.firsts[s] + WINDOW <= at {
+            return 1 << ANCHOR_BITS;
+        }
+        0
+    }
 }
 
 #[cfg(test)]
@@ -130,33 +157,13 @@ mod tests {
         if n < 2 * WINDOW {
             return 0;
         }
-        let slots = (4 * (n >> ANCHOR_BITS)).next_power_of_two().max(64);
-        let index_bits = slots.trailing_zeros();
-        let (mut hashes, mut firsts) = (vec![0u64; slots], vec![0usize; slots]);
+        let mut table = AnchorTable::new(n);
         let (mut h, mut covered) = (0u64, 0);
         for (at, &v) in values.iter().enumerate() {
             let word = u64::from(v).wrapping_add(1).wrapping_mul(MULTIPLIER);
             h = (h << 1).wrapping_add(word);
-            if h >> (64 - ANCHOR_BITS) != 0 || at + 1 < WINDOW {
-                continue;
-            }
-            let start = at + 1 - WINDOW;
-            if [start, at - 31, at - 7, at - 1]
-                .iter()
-                .all(|&i| values[i] == v)
-            {
-                continue;
-            }
-            let key = h | 1;
-            let mut s = ((key << ANCHOR_BITS) >> (64 - index_bits)) as usize;
-            while hashes[s] != 0 && hashes[s] != key {
-                s = (s + 1) & (slots - 1);
-            }
-            if hashes[s] == 0 {
-                hashes[s] = key;
-                firsts[s] = at;
-            } else if firsts[s] + WINDOW <= at {
-                covered += 1 << ANCHOR_BITS;
+            if h >> (64 - ANCHOR_BITS) == 0 && at + 1 >= WINDOW {
+                covered += table.look_up(values, at, h);
             }
         }
         covered.min(n)
