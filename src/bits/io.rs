@@ -24,7 +24,17 @@ impl BitWriter {
     /// Appends the low `n <= 56` bits of `bits` (which must be zero above them).
     #[inline(always)]
     pub fn put(&mut self, bits: u64, n: u32) {
-        self.put_all(std::iter::once((bits, n)), n as usize);
+        debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);
+        let start = self.out.len();
+        // Fewer than 8 bits wait in `acc` between calls: its 8 bytes are stored, and
+        // the whole ones kept.
+        let acc = self.acc | bits << self.nbits;
+        let nbits = self.nbits + n;
+        self.out.extend_from_slice(&acc.to_le_bytes());
+        let whole = nbits >> 3;
+        self.out.truncate(start + whole as usize);
+        self.acc = acc.checked_shr(8 * whole).unwrap_or(0);
+        self.nbits = nbits & 7;
     }
 
     /// Appends the low `n <= 64` bits of `bits` (zero above them).
@@ -43,24 +53,34 @@ impl BitWriter {
     #[inline(always)]
     pub fn put_all(&mut self, fields: impl Iterator<Item = (u64, u32)>, max_bits: usize) {
         let start = self.out.len();
-        self.out.resize(start + max_bits.div_ceil(8) + 8, 0);
+        let first = self.nbits as usize;
+        // Whole 64-bit words from `start`, one past the last bit.
+        let words = (first + max_bits).div_ceil(64) + 1;
+        self.out.resize(start + 8 * words, 0);
         let buf = &mut self.out[start..];
-        // Fewer than 8 bits wait in `acc` between calls. The loop's state stays in
-        // registers: the 8 bytes of `acc` are always stored, and `pos` passes the
-        // whole ones.
-        let (mut acc, mut nbits, mut pos) = (self.acc, self.nbits, 0);
+        // The word that bit `at` falls in is built in `word` and stored after every
+        // field; a field that reaches the next word leaves its spill there. No branch
+        // per field: the only chain from one field to the next is an OR and a mask.
+        let (mut word, mut at) = (self.acc, first);
         for (bits, n) in fields {
             debug_assert!(n <= 56 && bits.checked_shr(n).unwrap_or(0) == 0);
-            acc |= bits << nbits;
-            nbits += n;
-            buf[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
-            let whole = nbits >> 3;
-            pos += whole as usize;
-            acc = acc.checked_shr(8 * whole).unwrap_or(0);
-            nbits &= 7;
+            let index = at >> 6;
+            let shift = (at & 63) as u32;
+            word |= bits << shift;
+            buf[8 * index..8 * index + 8].copy_from_slice(&word.to_le_bytes());
+            // Zero unless the field crosses into the next word.
+            let spill = bits.checked_shr(64 - shift).unwrap_or(0);
+            at += n as usize;
+            let same_word = u64::from(at >> 6 == index).wrapping_neg();
+            word = (word & same_word) | spill;
         }
-        self.out.truncate(start + pos);
-        (self.acc, self.nbits) = (acc, nbits);
+        let index = at >> 6;
+        buf[8 * index..8 * index + 8].copy_from_slice(&word.to_le_bytes());
+        let whole = at >> 3;
+        // The bits past the whole bytes wait in `acc` (those above them are zero).
+        self.acc = u64::from(buf[whole]);
+        self.nbits = (at & 7) as u32;
+        self.out.truncate(start + whole);
     }
 
     /// Bits written so far.
@@ -271,6 +291,40 @@ mod tests {
         assert_eq!(r.bytes_used(), bytes.len());
         r.get_wide(9);
         assert!(r.overrun());
+    }
+
+    #[test]
+    fn fields_put_all_at_once_are_the_fields_put_one_by_one() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for pending in 0..8u32 {
+            for count in [0usize, 1, 2, 7, 64, 1000] {
+                let fields: Vec<(u64, u32)> = (0..count)
+                    .map(|k| {
+                        // Widths of 0 to 56, every fifth the widest (crossing words).
+                        let n = if k % 5 == 0 { 56 } else { (next() % 57) as u32 };
+                        (if n == 0 { 0 } else { next() >> (64 - n) }, n)
+                    })
+                    .collect();
+                let (mut one, mut all) = (BitWriter::default(), BitWriter::default());
+                one.put(0x5a & ((1 << pending) - 1), pending);
+                all.put(0x5a & ((1 << pending) - 1), pending);
+                for &(v, n) in &fields {
+                    one.put(v, n);
+                }
+                let total: usize = fields.iter().map(|f| f.1 as usize).sum();
+                all.put_all(fields.iter().copied(), total + 3);
+                all.put(1, 1);
+                one.put(1, 1);
+                assert_eq!(all.len_bits(), one.len_bits());
+                assert_eq!(all.finish(), one.finish(), "{pending} bits, {count} fields");
+            }
+        }
     }
 
     #[test]
