@@ -241,6 +241,30 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// The bytes of `part` of the chunk's float `data` coded as scaled integers (as
+    /// planes when `planar` is given), if they are (see [`compress_scaled`]).
+    fn scaled_part_len(self, part: &Part, data: &[u8], planar: Option<&Planar>) -> Option<usize> {
+        let head = part.gather(data, self.shape, self.params.word_size);
+        let scaled = compress_scaled(&head, self.cut(&part.shape), planar)?;
+        let len = scaled.len();
+        buffers::give(scaled);
+        Some(len)
+    }
+
+    /// The bytes of `part` of the chunk's `words` (shifted by `shift`) coded plainly with
+    /// its words interleaved; None when the coding fails.
+    fn plain_part_len(self, part: &Part, words: &[u8], shift: u8) -> Option<usize> {
+        let head = part.gather(words, self.shape, self.params.word_size);
+        let plain = self
+            .cut(&part.shape)
+            .plain_plan(&head, None, shift)
+            .ok()?
+            .compress(&head);
+        let len = plain.len();
+        buffers::give(plain);
+        Some(len)
+    }
+
     /// The bytes of `part` of the chunk (see [`planar_part`]) coded with its components
     /// interleaved and as planes, which decide whether the chunk's components are coded
     /// as planes (see [`clearly_smaller_as_planes`]); None when the part has no planes or
@@ -360,10 +384,11 @@ enum Judged {
 const CLEARLY_PARTS: usize = 16;
 
 /// Archive mode's judgement of scaled integers on `part` of the chunk (see
-/// [`planar_part`]): the part coded as scaled integers from `data` and plainly from
-/// `words` (shifted by `shift`; its size `part_plain` when the planar trial coded it
-/// already), both as planes when `planar` is given. None when the part has no scale or
-/// its integers do not compress: the whole chunk then decides.
+/// [`planar_part`]): the part coded as scaled integers from `data` (as planes when
+/// `planar` is given) and plainly from `words` (shifted by `shift`): `part_plain`, the
+/// size the planar trial found for the coding the chunk takes, when it ran (always when
+/// `planar` is given), else coded here with its words interleaved. None when the part
+/// has no scale or its integers do not compress: the whole chunk then decides.
 fn scaled_on_part(
     data: &[u8],
     words: &[u8],
@@ -373,28 +398,11 @@ fn scaled_on_part(
     shift: u8,
     part_plain: Option<usize>,
 ) -> Option<Judged> {
-    let sample = layout.cut(&part.shape);
-    let word = layout.params.word_size;
-    let scaled = compress_scaled(&part.gather(data, layout.shape, word), sample, planar)?;
-    let scaled_len = scaled.len();
-    buffers::give(scaled);
+    debug_assert!(planar.is_none() || part_plain.is_some());
+    let scaled_len = layout.scaled_part_len(part, data, planar)?;
     let plain_len = match part_plain {
         Some(len) => len,
-        None => {
-            let head = part.gather(words, layout.shape, word);
-            let part_planar = planar.and_then(|_| Planar::of(&part.shape, layout.params));
-            let planes = part_planar
-                .as_ref()
-                .map(|p| planar::split(&head, word, p.components));
-            let coded = planes.as_deref().unwrap_or(&head);
-            let plain = sample
-                .plain_plan(coded, part_planar.as_ref(), shift)
-                .ok()?
-                .compress(coded);
-            let len = plain.len();
-            buffers::give(plain);
-            len
-        }
+        None => layout.plain_part_len(part, words, shift)?,
     };
     let clearly_below = |a: usize, b: usize| a * CLEARLY_PARTS < b * (CLEARLY_PARTS - 1);
     Some(if clearly_below(scaled_len, plain_len) {
@@ -420,20 +428,13 @@ fn scaled_pays_on_sample(data: &[u8], words: &[u8], layout: Layout, shift: u8) -
     let Some(part) = sample_part(data.len(), layout.shape) else {
         return true;
     };
-    let sample = layout.cut(&part.shape);
-    let word = params.word_size;
-    let Some(scaled) = compress_scaled(&part.gather(data, layout.shape, word), sample, None) else {
+    let Some(scaled) = layout.scaled_part_len(&part, data, None) else {
         return false;
     };
-    let head = part.gather(words, layout.shape, word);
-    let Ok(plan) = sample.plain_plan(&head, None, shift) else {
+    let Some(plain) = layout.plain_part_len(&part, words, shift) else {
         return true;
     };
-    let plain = plan.compress(&head);
-    let pays = scaled.len() < plain.len();
-    buffers::give(scaled);
-    buffers::give(plain);
-    pays
+    scaled < plain
 }
 
 /// Float words without the zero low bits every word has below its sign, and their
