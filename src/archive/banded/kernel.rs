@@ -204,10 +204,10 @@ pub(super) fn restore_values(
 }
 
 /// [`restore_values`] for words of up to 64 bits: reads the raw bits of the first turns
-/// of 16 of `tokens` from `raw`, starting at bit `*bit`, and writes each value to
-/// `ordered` in band order, with the vector kernel when this CPU has one; advances
-/// `*bit` and returns the position it stopped at (a multiple of 16, 0 when it did not
-/// run).
+/// of 16 (with AVX-512) or 4 (with AVX2) of `tokens` from `raw`, starting at bit `*bit`,
+/// and writes each value to `ordered` in band order, with the vector kernel when this
+/// CPU has one; advances `*bit` and returns the position it stopped at (a multiple of 4,
+/// 0 when it did not run).
 pub(super) fn restore_wide_values(
     tokens: &[u8],
     values: &[u32; 256],
@@ -220,6 +220,11 @@ pub(super) fn restore_wide_values(
         // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features) and
         // VBMI (the kernels').
         return unsafe { x86::restore_wide_values(tokens, values, raw, bit, ordered) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::isa::avx2_kernels() {
+        // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
+        return unsafe { x86::restore_wide_values_avx2(tokens, values, raw, bit, ordered) };
     }
     let _ = (tokens, values, raw, bit, ordered);
     0
@@ -258,9 +263,9 @@ pub(super) fn unband<T: crate::word::Word>(
     false
 }
 
-/// [`unband`] for 64-bit words: 8 turns of 8 bands at a time through a transpose in
-/// registers, when this CPU has the vector kernels and there are at least 8 bands;
-/// returns whether it ran.
+/// [`unband`] for 64-bit words: 8 turns of 8 bands (with AVX-512; 4 of 4 with AVX2) at a
+/// time through a transpose in registers, when this CPU has the vector kernels and there
+/// are at least 8 bands; returns whether it ran.
 pub(super) fn unband_wide<T: crate::word::Word>(
     ordered: &[u64],
     width: usize,
@@ -268,16 +273,23 @@ pub(super) fn unband_wide<T: crate::word::Word>(
     out: &mut [T],
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if crate::isa::level() == crate::isa::Level::Avx512
-        && bands >= 8
+    if bands >= 8
         && width.is_multiple_of(bands)
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<u64>()
     {
-        // SAFETY: `T` is `u64` (the same type id), so the slice is one of `u64`s.
-        let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
-        // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
-        unsafe { x86::unband_wide(ordered, width, bands, out) };
-        return true;
+        let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512;
+        if by_avx512 || crate::isa::avx2_kernels() {
+            // SAFETY: `T` is `u64` (the same type id), so the slice is one of `u64`s.
+            let out = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
+            if by_avx512 {
+                // SAFETY: the CPU has AVX-512 F, BW, DQ and VL (the level's features).
+                unsafe { x86::unband_wide(ordered, width, bands, out) };
+            } else {
+                // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
+                unsafe { x86::unband_wide_avx2(ordered, width, bands, out) };
+            }
+            return true;
+        }
     }
     let _ = (ordered, width, bands, out);
     false
@@ -811,8 +823,9 @@ mod x86 {
     }
 
     /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
-    /// meaning is gathered from `values`; each field's 8 bytes from the byte of its first
-    /// bit by two 64-bit gathers, shifted into place.
+    /// meaning is gathered from `values`; each field from the two 32-bit words of the
+    /// turn's window that hold it, moved to its lane by two permutations (no gather, which
+    /// costs a load a lane) and shifted into place.
     ///
     /// # Safety
     ///
@@ -827,16 +840,16 @@ mod x86 {
     ) -> usize {
         let turns = tokens.len().min(ordered.len()) / AVX2_LANES;
         let one = _mm256_set1_epi32(1);
-        let seven = _mm256_set1_epi32(7);
+        let thirty_one = _mm256_set1_epi32(31);
+        let thirty_two = _mm256_set1_epi32(32);
         let byte = _mm256_set1_epi32(0xff);
         let last_of_low_half = _mm256_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3);
-        let low_words = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
         let zero = _mm256_setzero_si256();
         let mut at = *bit;
         let mut turn = 0;
-        // A turn reads 8 fields of at most 32 bits, each as the 8 bytes from the byte of
-        // its first bit: all within the 48 bytes from the byte of the turn's first bit.
-        while turn < turns && (at >> 3) as usize + 48 <= raw.len() {
+        // A turn reads 8 fields of at most 32 bits from the 36 bytes from the byte of its
+        // first bit (they start by bit 7 + 7 x 32 and end by bit 263).
+        while turn < turns && (at >> 3) as usize + 36 <= raw.len() {
             let p = turn * AVX2_LANES;
             // SAFETY: positions `p..p + 8` lie in `tokens` (`turn < turns`); a token is
             // below 256, an index of `values`.
@@ -854,26 +867,26 @@ mod x86 {
             sum = _mm256_add_epi32(sum, _mm256_blend_epi32::<0b1111_0000>(zero, carry));
             let start =
                 _mm256_add_epi32(_mm256_sub_epi32(sum, n), _mm256_set1_epi32((at & 7) as i32));
-            let from = _mm256_srli_epi32::<3>(start);
-            let shift = _mm256_and_si256(start, seven);
-            // SAFETY: each lane's 8 bytes start at most 28 bytes past `base` (its field
-            // at most at bit 7 + 7 x 32), so end within the 48 checked above.
-            let (fields_lo, fields_hi) = unsafe {
-                let base = raw.as_ptr().add((at >> 3) as usize).cast::<i64>();
+            // Each field lies in the window's words `w` and `w + 1` (`w` at most 7).
+            let word = _mm256_srli_epi32::<5>(start);
+            let shift = _mm256_and_si256(start, thirty_one);
+            // SAFETY: the 36 bytes from `base` lie within `raw` (checked above).
+            let (words, next_words) = unsafe {
+                let base = raw.as_ptr().add((at >> 3) as usize);
                 (
-                    _mm256_i32gather_epi64::<1>(base, _mm256_castsi256_si128(from)),
-                    _mm256_i32gather_epi64::<1>(base, _mm256_extracti128_si256::<1>(from)),
+                    _mm256_loadu_si256(base.cast()),
+                    _mm256_loadu_si256(base.add(4).cast()),
                 )
             };
-            let shifted = |fields: __m256i, shift: __m128i| {
-                let fields = _mm256_srlv_epi64(fields, _mm256_cvtepu32_epi64(shift));
-                _mm256_permutevar8x32_epi32(fields, low_words)
-            };
-            let fields = _mm256_blend_epi32::<0b1111_0000>(
-                shifted(fields_lo, _mm256_castsi256_si128(shift)),
-                shifted(fields_hi, _mm256_extracti128_si256::<1>(shift)),
+            // A shift by 32 gives 0 with AVX2: a field starting on a word boundary takes
+            // nothing from the next word, and a 32-bit field keeps every bit.
+            let fields = _mm256_or_si256(
+                _mm256_srlv_epi32(_mm256_permutevar8x32_epi32(words, word), shift),
+                _mm256_sllv_epi32(
+                    _mm256_permutevar8x32_epi32(next_words, word),
+                    _mm256_sub_epi32(thirty_two, shift),
+                ),
             );
-            // A shift by 32 gives 0 with AVX2: a 32-bit field keeps every bit.
             let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, n), one);
             let out = _mm256_or_si256(_mm256_sllv_epi32(top, n), _mm256_and_si256(fields, mask));
             // SAFETY: positions `p..p + 8` lie in `ordered` (`turn < turns`).
@@ -883,6 +896,94 @@ mod x86 {
         }
         *bit = at;
         turn * AVX2_LANES
+    }
+
+    /// See [`super::restore_wide_values`]: the AVX2 kernel, 4 tokens at a time. Each
+    /// token's meaning is gathered from `values`; each field from the two 64-bit words
+    /// of the step's window that hold it, moved to its lane by two permutations and
+    /// shifted into place.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn restore_wide_values_avx2(
+        tokens: &[u8],
+        values: &[u32; 256],
+        raw: &[u8],
+        bit: &mut u64,
+        ordered: &mut [u64],
+    ) -> usize {
+        const STEP: usize = 4;
+        let steps = tokens.len().min(ordered.len()) / STEP;
+        let one = _mm256_set1_epi64x(1);
+        let sixty_three = _mm256_set1_epi64x(63);
+        let sixty_four = _mm256_set1_epi64x(64);
+        let byte = _mm256_set1_epi64x(0xff);
+        // The high 32-bit half of each 64-bit lane's permutation index: its low half's
+        // plus one.
+        let high_half = _mm256_set1_epi64x(1 << 32);
+        let zero = _mm256_setzero_si256();
+        let mut at = *bit;
+        let mut step = 0;
+        // A step reads 4 fields of at most 64 bits from the 40 bytes from the byte of its
+        // first bit (they start by bit 7 + 3 x 64 and end by bit 263).
+        while step < steps && (at >> 3) as usize + 40 <= raw.len() {
+            let p = step * STEP;
+            // SAFETY: positions `p..p + 4` lie in `tokens` (`step < steps`); a token is
+            // below 256, an index of `values`.
+            let meaning = unsafe {
+                let t = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(
+                    tokens.as_ptr().add(p).cast::<i32>().read_unaligned(),
+                ));
+                _mm256_cvtepu32_epi64(_mm_i32gather_epi32::<4>(values.as_ptr().cast(), t))
+            };
+            let n = _mm256_and_si256(_mm256_srli_epi64::<8>(meaning), byte);
+            let top = _mm256_srli_epi64::<16>(meaning);
+            // Inclusive prefix sums of the field widths across the lanes: within each
+            // half, then the low half's total added to the high half.
+            let mut sum = _mm256_add_epi64(n, _mm256_slli_si256::<8>(n));
+            let carry = _mm256_permute4x64_epi64::<0b01_01_01_01>(sum);
+            sum = _mm256_add_epi64(sum, _mm256_blend_epi32::<0b1111_0000>(zero, carry));
+            let start = _mm256_add_epi64(
+                _mm256_sub_epi64(sum, n),
+                _mm256_set1_epi64x((at & 7) as i64),
+            );
+            // Each field lies in the window's 64-bit words `w` and `w + 1` (`w` at most
+            // 3), each the 32-bit words `2 w` and `2 w + 1`.
+            let twice = _mm256_slli_epi64::<1>(_mm256_srli_epi64::<6>(start));
+            let word = _mm256_add_epi64(
+                _mm256_or_si256(twice, _mm256_slli_epi64::<32>(twice)),
+                high_half,
+            );
+            let shift = _mm256_and_si256(start, sixty_three);
+            // SAFETY: the 40 bytes from `base` lie within `raw` (checked above).
+            let (words, next_words) = unsafe {
+                let base = raw.as_ptr().add((at >> 3) as usize);
+                (
+                    _mm256_loadu_si256(base.cast()),
+                    _mm256_loadu_si256(base.add(8).cast()),
+                )
+            };
+            // A shift by 64 gives 0 with AVX2: a field starting on a word boundary takes
+            // nothing from the next word, `1 << 64` is 0 and the mask of a 64-bit field
+            // all ones.
+            let fields = _mm256_or_si256(
+                _mm256_srlv_epi64(_mm256_permutevar8x32_epi32(words, word), shift),
+                _mm256_sllv_epi64(
+                    _mm256_permutevar8x32_epi32(next_words, word),
+                    _mm256_sub_epi64(sixty_four, shift),
+                ),
+            );
+            let mask = _mm256_sub_epi64(_mm256_sllv_epi64(one, n), one);
+            let out = _mm256_or_si256(_mm256_sllv_epi64(top, n), _mm256_and_si256(fields, mask));
+            // SAFETY: positions `p..p + 4` lie in `ordered` (`step < steps`).
+            unsafe { _mm256_storeu_si256(ordered.as_mut_ptr().add(p).cast(), out) };
+            at += _mm256_extract_epi64::<3>(sum) as u64;
+            step += 1;
+        }
+        *bit = at;
+        step * STEP
     }
 
     /// See [`super::restore_wide_values`]: [`restore_values`] with 8 fields of up to 64
@@ -1138,6 +1239,58 @@ mod x86 {
         }
     }
 
+    /// See [`super::unband_wide`]: the AVX2 kernel, `bands` dividing `width`, blocks of
+    /// 4 turns of 4 bands.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn unband_wide_avx2(
+        ordered: &[u64],
+        width: usize,
+        bands: usize,
+        out: &mut [u64],
+    ) {
+        const W: usize = 4;
+        let b = width / bands;
+        let whole = b / W * W;
+        let full = bands / W * W;
+        for (from, to) in ordered.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+            for c0 in (0..whole).step_by(W) {
+                for g0 in (0..full).step_by(W) {
+                    // SAFETY: turn `c0 + i` of the row holds bands `g0..g0 + 4`
+                    // (`c0 + 4 <= b`, `g0 + 4 <= bands`).
+                    let r: [__m256i; W] = std::array::from_fn(|i| unsafe {
+                        _mm256_loadu_si256(from.as_ptr().add((c0 + i) * bands + g0).cast())
+                    });
+                    // Pairs of words within each half, then the halves.
+                    let low = [
+                        _mm256_unpacklo_epi64(r[0], r[1]),
+                        _mm256_unpacklo_epi64(r[2], r[3]),
+                    ];
+                    let high = [
+                        _mm256_unpackhi_epi64(r[0], r[1]),
+                        _mm256_unpackhi_epi64(r[2], r[3]),
+                    ];
+                    let bands_of_block = [
+                        _mm256_permute2x128_si256::<0x20>(low[0], low[1]),
+                        _mm256_permute2x128_si256::<0x20>(high[0], high[1]),
+                        _mm256_permute2x128_si256::<0x31>(low[0], low[1]),
+                        _mm256_permute2x128_si256::<0x31>(high[0], high[1]),
+                    ];
+                    for (j, band) in bands_of_block.into_iter().enumerate() {
+                        // SAFETY: band `g0 + j` holds positions `c0..c0 + 4`.
+                        unsafe {
+                            _mm256_storeu_si256(to.as_mut_ptr().add((g0 + j) * b + c0).cast(), band)
+                        };
+                    }
+                }
+            }
+            place_past_blocks(from, to, bands, whole, full);
+        }
+    }
+
     /// The transpose of 8 rows of 8 64-bit words: lane `i` of row `j` is lane `j` of
     /// row `i`. Each step swaps bit `s` of the row with bit `s` of the lane.
     #[inline]
@@ -1295,7 +1448,8 @@ mod tests {
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 63 bits, the widths
     /// 56 to 63 that take two reads in the portable reader among them), the 64-bit
-    /// raw-bit kernel gives the portable reader's values and bit position.
+    /// raw-bit kernels (the one this CPU runs, and the AVX2 one) give the portable
+    /// reader's values and bit position.
     #[test]
     fn the_wide_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(43);
@@ -1306,7 +1460,7 @@ mod tests {
                 let top = rng.gen_range(0..1u32 << (64 - n).min(16));
                 rng.gen_range(0..65u32) | n << 8 | top << 16
             });
-            let n = 16 * rng.gen_range(0..200);
+            let n = 16 * rng.gen_range(0..200) + [0, 4, 12][case % 3];
             let tokens: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
             let raw: Vec<u8> = (0..rng.gen_range(0..8 * n + 300))
                 .map(|_| rng.gen())
@@ -1317,18 +1471,33 @@ mod tests {
             for (o, &t) in expected.iter_mut().zip(&tokens) {
                 *o = super::super::value::<u64>(t, &values, &mut bits);
             }
-            let mut got = vec![0u64; n];
-            let mut bit = first_bit;
-            let done = restore_wide_values(&tokens, &values, &raw, &mut bit, &mut got);
-            assert_eq!(done % LANES, 0);
-            let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
-            for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
-                *o = super::super::value::<u64>(t, &values, &mut rest);
+            let expected_end = bits.finish("raw");
+            // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
+            type Kernel = fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [u64]) -> usize;
+            #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+            let mut kernels: Vec<(&str, Kernel, bool)> =
+                vec![("chosen", restore_wide_values, crate::isa::avx2_kernels())];
+            #[cfg(target_arch = "x86_64")]
+            if crate::isa::avx2_kernels() {
+                // SAFETY: the CPU has AVX2 and POPCNT (checked just above).
+                let avx2: Kernel =
+                    |t, v, r, b, o| unsafe { x86::restore_wide_values_avx2(t, v, r, b, o) };
+                kernels.push(("AVX2", avx2, true));
             }
-            assert_eq!(got, expected, "case {case}");
-            assert_eq!(rest.finish("raw"), bits.finish("raw"));
-            if crate::isa::avx512_kernels() && raw.len() >= 300 + 8 * n && n > 0 {
-                assert!(done > 0, "the kernel ran");
+            for (name, kernel, runs) in kernels {
+                let mut got = vec![0u64; n];
+                let mut bit = first_bit;
+                let done = kernel(&tokens, &values, &raw, &mut bit, &mut got);
+                assert_eq!(done % 4, 0, "case {case} {name}");
+                let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
+                for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
+                    *o = super::super::value::<u64>(t, &values, &mut rest);
+                }
+                assert_eq!(got, expected, "case {case} {name}");
+                assert_eq!(&rest.finish("raw"), &expected_end);
+                if runs && raw.len() >= 300 + 8 * n && n >= 16 {
+                    assert!(done > 0, "the {name} kernel ran");
+                }
             }
         }
     }
@@ -1375,8 +1544,9 @@ mod tests {
         }
     }
 
-    /// The 64-bit transposing kernel puts every value where the portable loop does, for
-    /// 8 to 32 bands (multiples of 8 and others) of whole and partial runs of 8 turns.
+    /// The 64-bit transposing kernels (AVX-512's and AVX2's) put every value where the
+    /// portable loop does, for 8 to 32 bands (multiples of 8 and others) of whole and
+    /// partial runs of 8 and 4 turns.
     #[test]
     fn the_wide_unband_kernel_places_values_as_the_portable_loop() {
         let mut rng = SmallRng::seed_from_u64(47);
@@ -1396,9 +1566,18 @@ mod tests {
             super::super::unband_by(&ordered, width, bands, &mut expected);
             let mut got = vec![0u64; ordered.len()];
             let ran = unband_wide(&ordered, width, bands, &mut got);
-            assert_eq!(ran, crate::isa::level() == crate::isa::Level::Avx512);
+            let by_avx512 = crate::isa::level() == crate::isa::Level::Avx512;
+            let by_avx2 = cfg!(target_arch = "x86_64") && crate::isa::avx2_kernels();
+            assert_eq!(ran, by_avx512 || by_avx2);
             if ran {
                 assert_eq!(got, expected, "{bands} bands of {b}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if crate::isa::avx2_kernels() {
+                let mut got = vec![0u64; ordered.len()];
+                // SAFETY: the CPU has AVX2 (checked just above).
+                unsafe { x86::unband_wide_avx2(&ordered, width, bands, &mut got) };
+                assert_eq!(got, expected, "AVX2, {bands} bands of {b}");
             }
         }
     }
