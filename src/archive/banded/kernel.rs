@@ -1393,6 +1393,64 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
+    /// A raw-bit kernel of values of `S`: see [`restore_values`].
+    type RawBitKernel<S> = fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [S]) -> usize;
+
+    /// Checks that each of `kernels` (name, kernel, whether it runs on this CPU) reads
+    /// `tokens` with the meanings `values` from `raw`, from bit `first_bit`, as the
+    /// portable reader does: the same values and end position once the portable reader
+    /// goes on where the kernel stopped (at a multiple of 4), and that a kernel that runs
+    /// read some when `raw` holds `slack` bytes more than `bytes_per_token` a token.
+    fn check_raw_bit_kernels<S: crate::word::Word>(
+        case: usize,
+        (tokens, values, raw, first_bit): (&[u8], &[u32; 256], &[u8], u64),
+        kernels: Vec<(&str, RawBitKernel<S>, bool)>,
+        (bytes_per_token, slack): (usize, usize),
+    ) {
+        let n = tokens.len();
+        let mut expected = vec![S::default(); n];
+        let mut bits = crate::bits::io::BitCursor::at(raw, first_bit);
+        for (o, &t) in expected.iter_mut().zip(tokens) {
+            *o = super::super::value::<S>(t, values, &mut bits);
+        }
+        let expected_end = bits.finish("raw");
+        for (name, kernel, runs) in kernels {
+            let mut got = vec![S::default(); n];
+            let mut bit = first_bit;
+            let done = kernel(tokens, values, raw, &mut bit, &mut got);
+            assert_eq!(done % 4, 0, "case {case} {name}");
+            let mut rest = crate::bits::io::BitCursor::at(raw, bit);
+            for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
+                *o = super::super::value::<S>(t, values, &mut rest);
+            }
+            assert_eq!(got, expected, "case {case} {name}");
+            assert_eq!(&rest.finish("raw"), &expected_end);
+            if runs && raw.len() >= slack + bytes_per_token * n && n >= 16 {
+                assert!(done > 0, "the {name} kernel ran");
+            }
+        }
+    }
+
+    /// Arbitrary token meanings, fields of `narrowest` to `widest - 1` bits with top
+    /// bits that fit a word of `word_bits`, and `n` tokens with `raw_bytes` of raw bits.
+    fn arbitrary_raw_bits(
+        rng: &mut SmallRng,
+        (narrowest, widest, word_bits): (u32, u32, u32),
+        n: usize,
+        raw_bytes: usize,
+    ) -> ([u32; 256], Vec<u8>, Vec<u8>, u64) {
+        let values: [u32; 256] = std::array::from_fn(|_| {
+            let n = rng.gen_range(narrowest..widest);
+            let top = rng.gen_range(0..1u32 << (word_bits - n).min(16));
+            rng.gen_range(0..65u32) | n << 8 | top << 16
+        });
+        let tokens: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+        let raw: Vec<u8> = (0..rng.gen_range(0..raw_bytes))
+            .map(|_| rng.gen())
+            .collect();
+        (values, tokens, raw, rng.gen_range(0..8))
+    }
+
     /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), the raw-bit
     /// kernels (the one this CPU runs, and the AVX2 one) give the portable reader's values
     /// and bit position.
@@ -1400,49 +1458,22 @@ mod tests {
     fn the_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(37);
         for case in 0..40 {
-            let values: [u32; 256] = std::array::from_fn(|_| {
-                let n = rng.gen_range(0..32u32);
-                let top = rng.gen_range(0..1u32 << (32 - n).min(16));
-                rng.gen_range(0..65u32) | n << 8 | top << 16
-            });
             let n = 16 * rng.gen_range(0..200);
-            let tokens: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
-            let raw: Vec<u8> = (0..rng.gen_range(0..5 * n + 200))
-                .map(|_| rng.gen())
-                .collect();
-            let first_bit = rng.gen_range(0..8);
-            let mut expected = vec![0u32; n];
-            let mut bits = crate::bits::io::BitCursor::at(&raw, first_bit);
-            for (o, &t) in expected.iter_mut().zip(&tokens) {
-                *o = super::super::value::<u32>(t, &values, &mut bits);
-            }
-            let expected_end = bits.finish("raw");
+            let (values, tokens, raw, first_bit) =
+                arbitrary_raw_bits(&mut rng, (0, 32, 32), n, 5 * n + 200);
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
-            type Kernel = fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [u32]) -> usize;
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-            let mut kernels: Vec<(&str, Kernel, bool)> =
+            let mut kernels: Vec<(&str, RawBitKernel<u32>, bool)> =
                 vec![("chosen", restore_values, crate::isa::avx2_kernels())];
             #[cfg(target_arch = "x86_64")]
             if crate::isa::avx2_kernels() {
                 // SAFETY: the CPU has AVX2 and POPCNT (checked just above).
-                let avx2: Kernel =
+                let avx2: RawBitKernel<u32> =
                     |t, v, r, b, o| unsafe { x86::restore_values_avx2(t, v, r, b, o) };
                 kernels.push(("AVX2", avx2, true));
             }
-            for (name, kernel, runs) in kernels {
-                let mut got = vec![0u32; n];
-                let mut bit = first_bit;
-                let done = kernel(&tokens, &values, &raw, &mut bit, &mut got);
-                let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
-                for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
-                    *o = super::super::value::<u32>(t, &values, &mut rest);
-                }
-                assert_eq!(got, expected, "case {case} {name}");
-                assert_eq!(&rest.finish("raw"), &expected_end);
-                if runs && raw.len() >= 200 + 4 * n && n > 0 {
-                    assert!(done > 0, "the {name} kernel ran");
-                }
-            }
+            let input = (&tokens[..], &values, &raw[..], first_bit);
+            check_raw_bit_kernels(case, input, kernels, (4, 200));
         }
     }
 
@@ -1455,50 +1486,22 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(43);
         for case in 0..60 {
             let narrowest = [0, 40, 56][case % 3];
-            let values: [u32; 256] = std::array::from_fn(|_| {
-                let n = rng.gen_range(narrowest..64u32);
-                let top = rng.gen_range(0..1u32 << (64 - n).min(16));
-                rng.gen_range(0..65u32) | n << 8 | top << 16
-            });
             let n = 16 * rng.gen_range(0..200) + [0, 4, 12][case % 3];
-            let tokens: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
-            let raw: Vec<u8> = (0..rng.gen_range(0..8 * n + 300))
-                .map(|_| rng.gen())
-                .collect();
-            let first_bit = rng.gen_range(0..8);
-            let mut expected = vec![0u64; n];
-            let mut bits = crate::bits::io::BitCursor::at(&raw, first_bit);
-            for (o, &t) in expected.iter_mut().zip(&tokens) {
-                *o = super::super::value::<u64>(t, &values, &mut bits);
-            }
-            let expected_end = bits.finish("raw");
+            let (values, tokens, raw, first_bit) =
+                arbitrary_raw_bits(&mut rng, (narrowest, 64, 64), n, 8 * n + 300);
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
-            type Kernel = fn(&[u8], &[u32; 256], &[u8], &mut u64, &mut [u64]) -> usize;
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-            let mut kernels: Vec<(&str, Kernel, bool)> =
+            let mut kernels: Vec<(&str, RawBitKernel<u64>, bool)> =
                 vec![("chosen", restore_wide_values, crate::isa::avx2_kernels())];
             #[cfg(target_arch = "x86_64")]
             if crate::isa::avx2_kernels() {
                 // SAFETY: the CPU has AVX2 and POPCNT (checked just above).
-                let avx2: Kernel =
+                let avx2: RawBitKernel<u64> =
                     |t, v, r, b, o| unsafe { x86::restore_wide_values_avx2(t, v, r, b, o) };
                 kernels.push(("AVX2", avx2, true));
             }
-            for (name, kernel, runs) in kernels {
-                let mut got = vec![0u64; n];
-                let mut bit = first_bit;
-                let done = kernel(&tokens, &values, &raw, &mut bit, &mut got);
-                assert_eq!(done % 4, 0, "case {case} {name}");
-                let mut rest = crate::bits::io::BitCursor::at(&raw, bit);
-                for (o, &t) in got[done..].iter_mut().zip(&tokens[done..]) {
-                    *o = super::super::value::<u64>(t, &values, &mut rest);
-                }
-                assert_eq!(got, expected, "case {case} {name}");
-                assert_eq!(&rest.finish("raw"), &expected_end);
-                if runs && raw.len() >= 300 + 8 * n && n >= 16 {
-                    assert!(done > 0, "the {name} kernel ran");
-                }
-            }
+            let input = (&tokens[..], &values, &raw[..], first_bit);
+            check_raw_bit_kernels(case, input, kernels, (8, 300));
         }
     }
 
