@@ -10,8 +10,8 @@
 //! `j` of values `8 g .. 8 g + 8`, value `8 g + i` in bit `i`.
 
 use super::shuffled::{
-    byte_streams, compress_bytes, decompress_bytes, from_byte_streams, Backend, ESTIMATE_LEVEL,
-    ZSTD_LEVEL,
+    byte_streams, compress_bytes_into, compressed_len, decompress_bytes, from_byte_streams,
+    Backend, ESTIMATE_LEVEL, ZSTD_LEVEL,
 };
 use crate::bits::plane_mask;
 use crate::stream_error::StreamError;
@@ -209,7 +209,7 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
     let (planes, present) = present_planes(values);
     plane_mask::write::<T>(present, out);
     if present != 0 {
-        out.extend_from_slice(&compress_bytes(&planes, backend, ZSTD_LEVEL));
+        compress_bytes_into(&planes, backend, ZSTD_LEVEL, out);
     }
 }
 
@@ -238,7 +238,7 @@ pub fn encoded_bits<T: Word>(values: &[T], backend: Backend) -> u64 {
     let block = if present == 0 {
         0
     } else {
-        compress_bytes(&planes, backend, ESTIMATE_LEVEL).len()
+        compressed_len(&planes, backend, ESTIMATE_LEVEL)
     };
     8 * (T::BYTES + block) as u64
 }

@@ -41,19 +41,16 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 /// `values.len()`): byte `b` of value `i` at `b * stride + i`, the rest zero.
 pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
     debug_assert!(stride >= values.len());
-    let n = values.len();
-    let mut out = vec![0u8; stride * T::BYTES];
+    let mut out = Vec::with_capacity(stride * T::BYTES);
     // Stream by stream, each a pass over the values that shifts out its byte: no
-    // scattered stores, so it vectorises.
+    // scattered stores, so it vectorises; appended, so no byte is zeroed first.
     crate::isa::vectorised(
         #[inline(always)]
         || {
             for b in 0..T::BYTES {
                 let shift = 8 * b as u32;
-                let stream = &mut out[b * stride..b * stride + n];
-                for (byte, v) in stream.iter_mut().zip(values) {
-                    *byte = (v.to_u64() >> shift) as u8;
-                }
+                out.extend(values.iter().map(|v| (v.to_u64() >> shift) as u8));
+                out.resize((b + 1) * stride, 0);
             }
         },
     );
@@ -99,16 +96,52 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
 }
 
 fn encode_at<T: Word>(values: &[T], backend: Backend, level: i32, out: &mut Vec<u8>) {
-    out.extend_from_slice(&compress_bytes(&shuffle(values), backend, level));
+    compress_bytes_into(&shuffle(values), backend, level, out);
 }
 
-/// `bytes` as one LZ4 block or one Zstandard frame (at `level`) with its content size.
-pub(super) fn compress_bytes(bytes: &[u8], backend: Backend, level: i32) -> Vec<u8> {
+/// Appends `bytes` as one LZ4 block or one Zstandard frame (at `level`) with its content
+/// size to `out`: an LZ4 block straight into it.
+pub(super) fn compress_bytes_into(bytes: &[u8], backend: Backend, level: i32, out: &mut Vec<u8>) {
     match backend {
-        Backend::Lz4 => lz4_flex::block::compress(bytes),
-        Backend::Zstd => zstd::bulk::compress(bytes, level)
-            .expect("zstd compresses any input into a growable buffer"),
+        Backend::Lz4 => {
+            let start = out.len();
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(bytes.len()),
+                0,
+            );
+            let len = lz4_in_room(bytes, &mut out[start..]);
+            out.truncate(start + len);
+        }
+        Backend::Zstd => out.extend_from_slice(
+            &zstd::bulk::compress(bytes, level)
+                .expect("zstd compresses any input into a growable buffer"),
+        ),
     }
+}
+
+/// Bytes of the coding [`compress_bytes_into`] appends for `bytes`; an LZ4 block is
+/// coded into this thread's reused buffer (neither allocated nor zeroed afresh).
+pub(super) fn compressed_len(bytes: &[u8], backend: Backend, level: i32) -> usize {
+    match backend {
+        Backend::Lz4 => u8::with_scratch(|scratch| {
+            let room = lz4_flex::block::get_maximum_output_size(bytes.len());
+            if scratch.len() < room {
+                scratch.resize(room, 0);
+            }
+            lz4_in_room(bytes, &mut scratch[..room])
+        }),
+        Backend::Zstd => {
+            let mut out = Vec::new();
+            compress_bytes_into(bytes, backend, level, &mut out);
+            out.len()
+        }
+    }
+}
+
+/// `bytes` as one LZ4 block at the start of `room`, which holds the longest one; its
+/// length.
+fn lz4_in_room(bytes: &[u8], room: &mut [u8]) -> usize {
+    lz4_flex::block::compress_into(bytes, room).expect("room for the longest LZ4 block")
 }
 
 /// Decompresses `input`, which must be exactly one LZ4 block or Zstandard frame of
@@ -170,9 +203,7 @@ fn check_single_zstd_frame(input: &[u8]) -> Result<(), StreamError> {
 /// The coded size of `values` in bits, measured on a coding made at a fast level (for
 /// Zstandard; exact for LZ4).
 pub fn encoded_bits<T: Word>(values: &[T], backend: Backend) -> u64 {
-    let mut out = Vec::new();
-    encode_at(values, backend, ESTIMATE_LEVEL, &mut out);
-    8 * out.len() as u64
+    8 * compressed_len(&shuffle(values), backend, ESTIMATE_LEVEL) as u64
 }
 
 /// Fewest bytes a coding takes: general-purpose compressors have no per-value floor

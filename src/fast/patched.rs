@@ -344,20 +344,34 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
 /// [`encode`], with kernels for whole groups of 32-bit words (`simd`) or without.
 #[inline(always)]
 fn encode_with<T: Word, K: Kernels>(values: &[T], out: &mut Vec<u8>, simd: Option<K>) {
-    // Groups are coded straight into the output, grown (zeroed) by its largest coding
-    // plus the slack of a group's scratch, and cut back to the bytes written: no copy.
-    let start = out.len();
-    let bound = values.len().div_ceil(GROUP) + (values.len() * T::BITS as usize).div_ceil(8);
-    out.resize(start + bound + SCRATCH, 0);
-    let mut at = start;
-    let mut full = values.chunks_exact(GROUP);
-    for group in &mut full {
-        at += encode_group(group, scratch_at(out, at), simd);
-    }
-    if !full.remainder().is_empty() {
-        at += encode_group(full.remainder(), scratch_at(out, at), None::<K>);
+    // Groups are coded straight into the output, grown (zeroed) by a batch's largest
+    // coding plus the slack of a group's scratch, and cut back to the bytes written: no
+    // copy. A batch at a time, the zeroed bytes are still in the cache when the groups
+    // are written over them (zeroing a whole tile's bound at once streams it to memory
+    // and reads it back).
+    let mut at = out.len();
+    out.reserve(max_len::<T>(values.len()) + SCRATCH);
+    for batch in values.chunks(BATCH_GROUPS * GROUP) {
+        out.truncate(at);
+        out.resize(at + max_len::<T>(batch.len()) + SCRATCH, 0);
+        let mut full = batch.chunks_exact(GROUP);
+        for group in &mut full {
+            at += encode_group(group, scratch_at(out, at), simd);
+        }
+        if !full.remainder().is_empty() {
+            at += encode_group(full.remainder(), scratch_at(out, at), None::<K>);
+        }
     }
     out.truncate(at);
+}
+
+/// Groups [`encode_with`] zeroes room for at a time: a batch's bound (16 KiB of 32-bit
+/// words) fits the first-level cache.
+const BATCH_GROUPS: usize = 128;
+
+/// The longest coding of `n` values.
+fn max_len<T: Word>(n: usize) -> usize {
+    n.div_ceil(GROUP) + (n * T::BITS as usize).div_ceil(8)
 }
 
 /// The scratch of a group coded at byte `at` of `out`.

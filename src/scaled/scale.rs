@@ -140,8 +140,8 @@ fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
 /// integers, then the head's own scale; then the smallest rung (the smallest magnitude,
 /// or the smallest gap between magnitudes) taken as 1 to 64 times the scale and climbed
 /// through the larger rungs (see [`climb`]), then the full-scale candidates again (for
-/// a group no longer than its head); each also as the middle of the interval of scales
-/// the words' rounding allows (see [`refine`]).
+/// a group no longer than its head); each in the forms of [`forms`], rounded to float32,
+/// as it is, and as the middle of the interval of scales the words' rounding allows.
 pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // A group has a scale only if its first words that are not zero do: most groups of
     // other data are turned down after a look at those. Zeros are a multiple of every
@@ -156,26 +156,26 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
         #[inline(always)]
         || magnitude_range(group),
     )?;
-    let admitted = |s: &f64| refine(&head, *s).is_some();
+    // The head's first block decides most wrong seeds: a group's interval only narrows
+    // word by word and a bad word stays bad, so a seed its first block turns down the
+    // whole head turns down too.
+    let first_block = &head[..head.len().min(LANES)];
+    let admitted = |s: &f64| !refutes(first_block, *s) && refine(&head, *s).is_some();
     let full_scales = FULL_SCALES
         .iter()
         .map(|&d| largest / d)
         .filter(admitted)
-        .flat_map(|s| [refine(group, s), Some(s), Some(f64::from(s as f32))]);
+        .flat_map(|s| forms(group, s));
     if group.len() > head.len() {
         // A group scaled to fill its integers' range (a spectrum scaled by its peak) is
         // answered by its largest magnitude over a common full scale, with no search.
-        if let Some(scale) = full_scales.clone().flatten().find(|&s| fits(group, s)) {
+        if let Some(scale) = full_scales.clone().find(|&s| fits(group, s)) {
             return Some(scale);
         }
-        // The head's scale, refined over the group (or as it is), is the usual answer:
+        // The head's scale, in its forms over the group, is the usual answer:
         // tried before the group's own rungs are built.
         let head = find_scale(&head)?;
-        if let Some(scale) = [refine(group, head), Some(head)]
-            .into_iter()
-            .flatten()
-            .find(|&s| fits(group, s))
-        {
+        if let Some(scale) = forms(group, head).find(|&s| fits(group, s)) {
             return Some(scale);
         }
     }
@@ -195,13 +195,23 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     let climbed = (1..=SMALLEST_MULTIPLES)
         .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
         .filter(admitted)
-        .flat_map(|s| [refine(group, s), Some(s)]);
+        .flat_map(|s| forms(group, s));
     // A group longer than its head had the full-scale candidates tried above.
     let untried_full_scales = full_scales.filter(|_| group.len() <= head.len());
-    climbed
-        .chain(untried_full_scales)
-        .flatten()
-        .find(|&s| fits(group, s))
+    climbed.chain(untried_full_scales).find(|&s| fits(group, s))
+}
+
+/// The forms of the estimate `seed` that are tried as `group`'s scale, cheapest first:
+/// `seed` rounded to float32 (a writer's float32 scale, whose float64 bits the scale
+/// section compresses best), `seed` itself, then `seed` refined over the group (see
+/// [`refine`]): a pass of divisions over the group, made only when the others do not
+/// fit (a [`fits`] that fails stops at the first block of words it fails on).
+fn forms<T: Word>(group: &[T], seed: f64) -> impl Iterator<Item = f64> + Clone + '_ {
+    let rounded = f64::from(seed as f32);
+    let refined = std::iter::once_with(move || refine(group, seed)).flatten();
+    std::iter::once(rounded)
+        .chain(Some(seed).filter(|&s| s != rounded))
+        .chain(refined)
 }
 
 /// The smallest nonzero and the largest magnitude of the values of `group` (infinity
@@ -384,6 +394,28 @@ fn refine_each<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
 /// bounds only tighten and a word out of range fails the group wherever it lies.
 #[inline(always)]
 fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
+    let lanes = narrowed_lanes(group, approximate)?;
+    if !lanes.nonzero.contains(&true) {
+        return None;
+    }
+    let (low, high) = lanes.bounds();
+    Some(low + (high - low) / 2.0)
+}
+
+/// Whether the rounding of the float32 words of `group` rules out every scale near
+/// `approximate` (a word out of range, or intervals that do not meet): then it rules
+/// them out for any group that begins with it. Always false for float64 words.
+fn refutes<T: Word>(group: &[T], approximate: f64) -> bool {
+    T::BYTES == 4
+        && crate::isa::vectorised(
+            #[inline(always)]
+            || narrowed_lanes(group, approximate).is_none(),
+        )
+}
+
+/// [`refine_f32`]'s lanes after every word of `group`, unless they fail.
+#[inline(always)]
+fn narrowed_lanes<T: Word>(group: &[T], approximate: f64) -> Option<Lanes> {
     let inverse = 1.0 / approximate;
     let mut lanes = Lanes {
         low: [0.0; LANES],
@@ -407,11 +439,7 @@ fn refine_f32<T: Word>(group: &[T], approximate: f64) -> Option<f64> {
     for (k, &x) in group[whole..].iter().enumerate() {
         lanes.take(k, x.to_u64() as u32, inverse);
     }
-    if lanes.failed() || !lanes.nonzero.contains(&true) {
-        return None;
-    }
-    let (low, high) = lanes.bounds();
-    Some(low + (high - low) / 2.0)
+    (!lanes.failed()).then_some(lanes)
 }
 
 /// The state of [`refine_f32`]'s lanes: each lane's interval of scales, whether a word
@@ -559,7 +587,14 @@ fn write_group<T: Word>(group: &[T], scale: Option<f64>, out: &mut [u8]) -> u64 
         || {
             for (&x, o) in group.iter().zip(out.chunks_exact_mut(T::BYTES)) {
                 let r = value(x) * inverse;
-                T::from_u64((r + 0.5f64.copysign(r)) as i64 as u64).store(o);
+                let q = if T::BYTES == 4 {
+                    // Within 2^24 (see `max_integer`): the 32-bit conversion, which
+                    // AVX2 has for vectors (the 64-bit one it has not), is exact.
+                    u64::from((r + 0.5f64.copysign(r)) as i32 as u32)
+                } else {
+                    (r + 0.5f64.copysign(r)) as i64 as u64
+                };
+                T::from_u64(q).store(o);
             }
         },
     );
@@ -605,12 +640,8 @@ pub fn coarsened<T: Word>(
                     seeds.push(s);
                 }
             }
-            let found = seeds.into_iter().map(f64::from_bits).find_map(|seed| {
-                [refine(g, seed), Some(seed)]
-                    .into_iter()
-                    .flatten()
-                    .find(|&s| fits(g, s))
-            });
+            let found = (seeds.into_iter().map(f64::from_bits))
+                .find_map(|seed| forms(g, seed).find(|&s| fits(g, s)));
             rewrites.push((index, g, found));
             found.map_or(UNSCALED, f64::to_bits)
         };
@@ -702,6 +733,20 @@ mod tests {
     }
 
     #[test]
+    fn a_spectrum_scaled_to_fill_int16_keeps_the_writers_float32_scale() {
+        // Scaled by its peak: the largest magnitude over 32767 is the scale, to within
+        // the float32 rounding that its float32 form undoes.
+        let scale = 0.000_417_3_f32;
+        let mut q: Vec<i32> = (0..512).map(|i| ((i * 7919) % 65_535) - 32_767).collect();
+        q[100] = 32_767;
+        let words = f32_words(&q.iter().map(|&q| q as f32 * scale).collect::<Vec<_>>());
+        let found = quantise_chunk(&words, 512, 0).expect("scaled integers");
+        assert_eq!(found.scales, vec![f64::from(scale).to_bits()]);
+        let ints: Vec<i64> = found.integers.iter().map(|&w| signed(w)).collect();
+        assert_eq!(ints, q.iter().map(|&q| i64::from(q)).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn spectra_of_large_integers_are_found() {
         // Autocorrelation-like spectra: all values large, no small multiple present.
         let scale = 0.000_371_3_f32;
@@ -781,6 +826,7 @@ mod tests {
             1.0e30,
             f32::MIN_POSITIVE / 8.0,
         ];
+        let mut refuted = 0;
         for case in 0..400 {
             let scale = 1.0e-3 * (1.0 + (next() % 1000) as f32 / 1000.0);
             let len = [1, 15, 16, 17, 33, 64, 100][case % 7];
@@ -805,11 +851,17 @@ mod tests {
                     refine_each(&words, s),
                     "case {case}, {s}"
                 );
+                // A first block that refutes the scale refutes the group it begins.
+                if refutes(&words[..words.len().min(LANES)], s) {
+                    refuted += 1;
+                    assert_eq!(refine(&words, s), None, "case {case}, {s}");
+                }
                 let each = words
                     .iter()
                     .all(|&x| quantise_with(x, s, 1.0 / s).is_some());
                 assert_eq!(fits(&words, s), each, "case {case}, {s}");
             }
         }
+        assert!(refuted > 100, "{refuted} first blocks refuted their scale");
     }
 }
