@@ -58,7 +58,13 @@ fn value<T: Word>(x: T) -> f64 {
 
 /// The word of `q * scale`, rounded as described in the module documentation.
 pub fn dequantise<T: Word>(q: i64, scale: f64) -> T {
-    let product = q as f64 * scale;
+    product_word(q as f64, scale)
+}
+
+/// The word of `q * scale` for an integer `q` held exactly as a float64.
+#[inline(always)]
+fn product_word<T: Word>(q: f64, scale: f64) -> T {
+    let product = q * scale;
     if T::BYTES == 4 {
         T::from_u64(u64::from((product as f32).to_bits()))
     } else {
@@ -588,9 +594,12 @@ fn write_group<T: Word>(group: &[T], scale: Option<f64>, out: &mut [u8]) -> u64 
             for (&x, o) in group.iter().zip(out.chunks_exact_mut(T::BYTES)) {
                 let r = value(x) * inverse;
                 let q = if T::BYTES == 4 {
-                    // Within 2^24 (see `max_integer`): the 32-bit conversion, which
-                    // AVX2 has for vectors (the 64-bit one it has not), is exact.
-                    u64::from((r + 0.5f64.copysign(r)) as i32 as u32)
+                    // Within 2^24 (see `max_integer`): added to 1.5 * 2^52, the integer
+                    // is the float64's low mantissa bits, its low 32 bits in two's
+                    // complement. A conversion that vectorises: AVX2 converts no
+                    // float64 to 64-bit integers, and Rust's saturating conversion to
+                    // 32-bit ones runs a word at a time.
+                    u64::from((nearest_integer(r) + INTEGER_BITS_OFFSET).to_bits() as u32)
                 } else {
                     (r + 0.5f64.copysign(r)) as i64 as u64
                 };
@@ -604,6 +613,10 @@ fn write_group<T: Word>(group: &[T], scale: Option<f64>, out: &mut [u8]) -> u64 
         .all(|(&x, q)| { quantise_with(x, scale, inverse) == Some(signed(T::load(q))) }));
     scale.to_bits()
 }
+
+/// 1.5 * 2^52: a float64 integer of magnitude below 2^51 added to it is exact, and the
+/// sum's low 32 bits are the integer's in two's complement.
+const INTEGER_BITS_OFFSET: f64 = 6_755_399_441_055_744.0;
 
 /// The scales of `words` in groups of `group` words, given `scales`, those of its groups
 /// of `small` words (a divisor of `group`) that made `integers` (see
@@ -672,15 +685,28 @@ const GIVE_UP_AFTER: usize = 8;
 /// Turns the decoded integers in `bytes` (little-endian words of `T`) back into the
 /// floats, group by group, in place.
 pub fn dequantise_in_place<T: Word>(bytes: &mut [u8], group: usize, scales: &[u64]) {
-    for (g, &bits) in bytes.chunks_mut(group * T::BYTES).zip(scales) {
-        if bits == UNSCALED {
-            continue;
-        }
-        let scale = f64::from_bits(bits);
-        for word in g.chunks_exact_mut(T::BYTES) {
-            dequantise::<T>(signed(T::load(word)), scale).store(word);
-        }
-    }
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            for (g, &bits) in bytes.chunks_mut(group * T::BYTES).zip(scales) {
+                if bits == UNSCALED {
+                    continue;
+                }
+                let scale = f64::from_bits(bits);
+                for word in g.chunks_exact_mut(T::BYTES) {
+                    let x = T::load(word);
+                    // A 32-bit integer converts to float64 as a vector (a 64-bit one
+                    // does not on AVX2); both exactly.
+                    let q = if T::BYTES == 4 {
+                        f64::from(x.to_u64() as u32 as i32)
+                    } else {
+                        signed(x) as f64
+                    };
+                    product_word::<T>(q, scale).store(word);
+                }
+            }
+        },
+    );
 }
 
 /// A word's bits as a two's complement integer of its width.
@@ -744,6 +770,20 @@ mod tests {
         assert_eq!(found.scales, vec![f64::from(scale).to_bits()]);
         let ints: Vec<i64> = found.integers.iter().map(|&w| signed(w)).collect();
         assert_eq!(ints, q.iter().map(|&q| i64::from(q)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn integers_are_written_exactly_up_to_the_largest_magnitude() {
+        let scale = 0.75f64;
+        let q: Vec<i64> = vec![0, 1, -1, 2, -2, 1000, -1000, (1 << 24) - 1, 1 - (1 << 24)];
+        let words: Vec<u32> = q.iter().map(|&q| dequantise::<u32>(q, scale)).collect();
+        let mut out = vec![0u8; 4 * words.len()];
+        assert_eq!(write_group(&words, Some(scale), &mut out), scale.to_bits());
+        let written: Vec<i64> = out
+            .chunks_exact(4)
+            .map(|b| signed(u32::from_le_bytes(b.try_into().unwrap())))
+            .collect();
+        assert_eq!(written, q);
     }
 
     #[test]
