@@ -201,7 +201,13 @@ impl<'a> Chunk<'a> {
         map_shared(threads, pieces, |(i, (coded, out))| {
             if let Some(scales) = scales {
                 let first = (i * words / group).min(scales.scales.len());
-                scaled::dequantise_bytes(coded, w, scales.group, &scales.scales[first..]);
+                let scales_from = &scales.scales[first..];
+                if !header.is_shifted() && !header.is_narrowed() {
+                    // Straight into the output: no copy after.
+                    scaled::dequantise_bytes_into(coded, init(out), w, scales.group, scales_from);
+                    return;
+                }
+                scaled::dequantise_bytes(coded, w, scales.group, scales_from);
             }
             if header.is_shifted() {
                 shift::shift_up(coded, w, u32::from(header.shift));

@@ -389,9 +389,13 @@ impl Geometry {
 
     /// Words of `tile` in each of its planes.
     pub fn tile_plane_words(&self, tile: &Tile) -> usize {
-        (tile.row0..tile.row1)
-            .map(|r| self.tile_row_width(tile, r))
-            .sum()
+        // Only a plane's last row may be short, so every row of the tile before its last
+        // is as wide as the first: no pass over the rows (a chunk of one integration
+        // may be one tile of thousands of short rows).
+        let Some(last) = tile.row1.checked_sub(1).filter(|&last| last >= tile.row0) else {
+            return 0;
+        };
+        (last - tile.row0) * self.tile_row_width(tile, tile.row0) + self.tile_row_width(tile, last)
     }
 
     /// The word ranges of `tile`'s rows in the chunk, plane by plane, row by row,
@@ -564,6 +568,45 @@ mod tests {
             }
         }
         hits
+    }
+
+    #[test]
+    fn a_tiles_words_are_the_sum_of_its_rows_widths() {
+        // Planes of 10 words in rows of 4 (the last row short, 2 words) and of 12 in
+        // rows of 4 (none short), cut into tiles of every size of rows and columns.
+        for plane_len in [10, 12] {
+            for (tile_rows, tile_cols) in [(1, 4), (2, 4), (3, 4), (1, 3), (2, 1), (3, 2)] {
+                let g = Geometry {
+                    planes: 3,
+                    plane_len,
+                    lag: 4,
+                    tiling: Tiling {
+                        planes_per_tile: 1,
+                        tile_rows,
+                        tile_cols,
+                    },
+                };
+                let tiles = g.tiles();
+                for tile in &tiles {
+                    let by_row: usize = (tile.row0..tile.row1)
+                        .map(|r| g.tile_row_width(tile, r))
+                        .sum();
+                    assert_eq!(g.tile_plane_words(tile), by_row, "{g:?} {tile:?}");
+                }
+                let all: usize = tiles.iter().map(|t| g.tile_words(t)).sum();
+                assert_eq!(all, 3 * plane_len, "{g:?}");
+            }
+        }
+        let empty = Tile {
+            plane0: 0,
+            plane1: 1,
+            row0: 2,
+            row1: 2,
+            col0: 0,
+            col1: 4,
+        };
+        let g = Geometry::from_shape(&[3, 4], 0, 0).unwrap();
+        assert_eq!(g.tile_plane_words(&empty), 0);
     }
 
     #[test]

@@ -344,16 +344,20 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
 /// [`encode`], with kernels for whole groups of 32-bit words (`simd`) or without.
 #[inline(always)]
 fn encode_with<T: Word, K: Kernels>(values: &[T], out: &mut Vec<u8>, simd: Option<K>) {
-    // Groups are coded straight into the output, grown (zeroed) by a batch's largest
-    // coding plus the slack of a group's scratch, and cut back to the bytes written: no
-    // copy. A batch at a time, the zeroed bytes are still in the cache when the groups
-    // are written over them (zeroing a whole tile's bound at once streams it to memory
-    // and reads it back).
+    // Groups are coded straight into the output, grown (zeroed) to room for a batch's
+    // largest coding plus the slack of a group's scratch, and cut back to the bytes
+    // written at the end: no copy. A batch at a time, the zeroed bytes are still in the
+    // cache when the groups are written over them (zeroing a whole tile's bound at once
+    // streams it to memory and reads it back). The room left after a batch is kept for
+    // the next, not zeroed again: a group writes every byte of its coding, whatever the
+    // bytes held before.
     let mut at = out.len();
     out.reserve(max_len::<T>(values.len()) + SCRATCH);
     for batch in values.chunks(BATCH_GROUPS * GROUP) {
-        out.truncate(at);
-        out.resize(at + max_len::<T>(batch.len()) + SCRATCH, 0);
+        let room = at + max_len::<T>(batch.len()) + SCRATCH;
+        if out.len() < room {
+            out.resize(room, 0);
+        }
         let mut full = batch.chunks_exact(GROUP);
         for group in &mut full {
             at += encode_group(group, scratch_at(out, at), simd);
@@ -1221,6 +1225,8 @@ mod tests {
         // Wide random words (many groups with exceptions) and a ragged last group.
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        // Batches of groups are coded into room the batch before left: that room holds
+        // the slack bytes its groups wrote, which the groups after must not keep.
         let values: Vec<u32> = (0..32 * 700 + 5)
             .map(|i| rng.gen::<u32>() >> (i % 32))
             .collect();
@@ -1228,6 +1234,11 @@ mod tests {
         let groups: Vec<u8> = values.chunks(GROUP).flat_map(encoded).collect();
         assert!(whole.len() > 48 * 1024);
         assert_eq!(whole, groups);
+        let wide: Vec<u64> = (0..32 * 300 + 17)
+            .map(|i| rng.gen::<u64>() >> (i % 64))
+            .collect();
+        let groups: Vec<u8> = wide.chunks(GROUP).flat_map(encoded).collect();
+        assert_eq!(encoded(&wide), groups);
     }
 
     #[test]

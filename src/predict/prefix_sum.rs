@@ -13,15 +13,18 @@ pub const SCAN_LANES: usize = 16;
 #[inline(always)]
 pub fn strided_prefix_sum<T: Word, const S: usize>(seg: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<u32>()
-        && crate::isa::level() == crate::isa::Level::Avx512
-    {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<u32>() {
+        use crate::isa::{level, Level};
         // SAFETY: `T` is `u32` (the same type id), so the slice is one of `u32`s.
         let words =
             unsafe { std::slice::from_raw_parts_mut(seg.as_mut_ptr().cast::<u32>(), seg.len()) };
-        // SAFETY: the CPU has AVX-512 F (the level's features).
-        unsafe { x86::strided_prefix_sum::<S>(words) };
-        return;
+        match level() {
+            // SAFETY: the CPU has AVX-512 F (the level's features).
+            Level::Avx512 => return unsafe { x86::strided_prefix_sum::<S>(words) },
+            // SAFETY: the CPU has AVX2 (the level's features).
+            Level::Avx2 => return unsafe { x86::strided_prefix_sum_avx2::<S>(words) },
+            Level::Portable => {}
+        }
     }
     // The sums of the last block's final `S` values, repeated across the lanes.
     let mut carry = [T::default(); SCAN_LANES];
@@ -96,6 +99,78 @@ mod x86 {
         // SAFETY: 16 words of 4 bytes, unaligned.
         unsafe { _mm512_storeu_si512(carry_words.as_mut_ptr().cast(), carry) };
         super::sum_tail::<u32, S>(blocks.into_remainder(), &carry_words);
+    }
+
+    /// [`super::strided_prefix_sum`] of 32-bit words with AVX2: a block is two registers
+    /// of 8, each summed by doubling shifts, the second then taking the first's last `S`
+    /// sums; for `S = 16` each lane of the block is its own series, and the registers
+    /// are summed apart.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn strided_prefix_sum_avx2<const S: usize>(seg: &mut [u32]) {
+        const HALF: usize = SCAN_LANES / 2;
+        let zero = _mm256_setzero_si256();
+        // Lane `i` takes a register's lane `8 - S + i % S`: its last `S` sums, repeated
+        // (`S` up to 8; unused for 16).
+        let stride = S.min(HALF);
+        let last: [i32; HALF] = std::array::from_fn(|i| (HALF - stride + i % stride) as i32);
+        // SAFETY: 8 words of 4 bytes, unaligned.
+        let last = unsafe { _mm256_loadu_si256(last.as_ptr().cast()) };
+        // The carries of the block's two registers (the same for `S` up to 8).
+        let (mut carry_low, mut carry_high) = (zero, zero);
+        let mut blocks = seg.chunks_exact_mut(SCAN_LANES);
+        for block in &mut blocks {
+            let (p_low, p_high) = (block.as_mut_ptr(), block[HALF..].as_mut_ptr());
+            // SAFETY: the block's two halves of 8 words each.
+            let (mut low, mut high) = unsafe {
+                (
+                    _mm256_loadu_si256(p_low.cast()),
+                    _mm256_loadu_si256(p_high.cast()),
+                )
+            };
+            if S >= SCAN_LANES {
+                low = _mm256_add_epi32(low, carry_low);
+                high = _mm256_add_epi32(high, carry_high);
+                (carry_low, carry_high) = (low, high);
+            } else {
+                let mut shift = S;
+                while shift < HALF {
+                    low = _mm256_add_epi32(low, shifted_up_avx2(low, shift));
+                    high = _mm256_add_epi32(high, shifted_up_avx2(high, shift));
+                    shift *= 2;
+                }
+                high = _mm256_add_epi32(high, _mm256_permutevar8x32_epi32(low, last));
+                let totals = _mm256_permutevar8x32_epi32(high, last);
+                low = _mm256_add_epi32(low, carry_low);
+                high = _mm256_add_epi32(high, carry_low);
+                carry_low = _mm256_add_epi32(carry_low, totals);
+                carry_high = carry_low;
+            }
+            // SAFETY: as the loads.
+            unsafe {
+                _mm256_storeu_si256(p_low.cast(), low);
+                _mm256_storeu_si256(p_high.cast(), high);
+            }
+        }
+        let mut carry_words = [0u32; SCAN_LANES];
+        // SAFETY: two stores of 8 words of 4 bytes within the 16, unaligned.
+        unsafe {
+            _mm256_storeu_si256(carry_words.as_mut_ptr().cast(), carry_low);
+            _mm256_storeu_si256(carry_words[HALF..].as_mut_ptr().cast(), carry_high);
+        }
+        super::sum_tail::<u32, S>(blocks.into_remainder(), &carry_words);
+    }
+
+    /// `x` with its 32-bit lanes moved `k` lanes up (1, 2 or 4), zeros below.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn shifted_up_avx2(x: __m256i, k: usize) -> __m256i {
+        // The low half zero, the high half `x`'s low half: what moves in from below.
+        let below = _mm256_permute2x128_si256::<0x08>(x, x);
+        match k {
+            1 => _mm256_alignr_epi8::<12>(x, below),
+            2 => _mm256_alignr_epi8::<8>(x, below),
+            _ => below,
+        }
     }
 
     /// `x` with its lanes moved `k` lanes up (1, 2, 4 or 8), zeros below.

@@ -113,6 +113,21 @@ pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, group: usize, scales
     }
 }
 
+/// [`dequantise_bytes`] from the integers in `integers` to the floats in `out` (of the
+/// same length), instead of in place.
+pub fn dequantise_bytes_into(
+    integers: &[u8],
+    out: &mut [u8],
+    word_size: usize,
+    group: usize,
+    scales: &[u64],
+) {
+    match word_size {
+        4 => scale::dequantise_into::<u32>(integers, out, group, scales),
+        _ => scale::dequantise_into::<u64>(integers, out, group, scales),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

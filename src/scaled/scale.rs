@@ -694,19 +694,57 @@ pub fn dequantise_in_place<T: Word>(bytes: &mut [u8], group: usize, scales: &[u6
                 }
                 let scale = f64::from_bits(bits);
                 for word in g.chunks_exact_mut(T::BYTES) {
-                    let x = T::load(word);
-                    // A 32-bit integer converts to float64 as a vector (a 64-bit one
-                    // does not on AVX2); both exactly.
-                    let q = if T::BYTES == 4 {
-                        f64::from(x.to_u64() as u32 as i32)
-                    } else {
-                        signed(x) as f64
-                    };
-                    product_word::<T>(q, scale).store(word);
+                    dequantised_word::<T>(T::load(word), scale).store(word);
                 }
             }
         },
     );
+}
+
+/// [`dequantise_in_place`] from the integers in `integers` to the floats in `out`, of
+/// the same length: the words of unscaled groups (and of any beyond the last scale)
+/// copied as they are.
+pub fn dequantise_into<T: Word>(integers: &[u8], out: &mut [u8], group: usize, scales: &[u64]) {
+    assert_eq!(integers.len(), out.len(), "as many bytes out as in");
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            let bytes = group * T::BYTES;
+            let mut done = 0;
+            for ((from, to), &bits) in integers
+                .chunks(bytes)
+                .zip(out.chunks_mut(bytes))
+                .zip(scales)
+            {
+                done += from.len();
+                if bits == UNSCALED {
+                    to.copy_from_slice(from);
+                    continue;
+                }
+                let scale = f64::from_bits(bits);
+                for (x, word) in from
+                    .chunks_exact(T::BYTES)
+                    .zip(to.chunks_exact_mut(T::BYTES))
+                {
+                    dequantised_word::<T>(T::load(x), scale).store(word);
+                }
+            }
+            out[done..].copy_from_slice(&integers[done..]);
+        },
+    );
+}
+
+/// The float whose integer `x` is, times `scale`.
+#[inline(always)]
+fn dequantised_word<T: Word>(x: T, scale: f64) -> T {
+    // A 32-bit integer converts to float64 as a vector (a 64-bit one does not on AVX2);
+    // both exactly.
+    let q = if T::BYTES == 4 {
+        f64::from(x.to_u64() as u32 as i32)
+    } else {
+        signed(x) as f64
+    };
+    product_word::<T>(q, scale)
 }
 
 /// A word's bits as a two's complement integer of its width.
@@ -725,6 +763,46 @@ pub fn valid_scale(scale_bits: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Dequantises bytes into another buffer exactly as in place: scaled and unscaled
+    /// groups, negative integers, and words past the last scale kept as they are.
+    fn check_dequantise_into<T: Word>() {
+        let integers: Vec<T> = (0..18i64)
+            .map(|i| T::from_u64(((i - 9) * 1001) as u64 & (u64::MAX >> (64 - T::BITS))))
+            .collect();
+        let bytes: Vec<u8> = integers
+            .iter()
+            .flat_map(|w| {
+                let mut b = vec![0; T::BYTES];
+                w.store(&mut b);
+                b
+            })
+            .collect();
+        let scales = [0.25f64.to_bits(), UNSCALED, 3.0f64.to_bits()];
+        let mut in_place = bytes.clone();
+        dequantise_in_place::<T>(&mut in_place, 5, &scales);
+        let mut out = vec![0xa5; bytes.len()];
+        dequantise_into::<T>(&bytes, &mut out, 5, &scales);
+        assert_eq!(out, in_place, "{} bits", T::BITS);
+        let word = |i: usize| T::load(&out[i * T::BYTES..]).to_u64();
+        let float = |q: f64| {
+            if T::BITS == 32 {
+                u64::from((q as f32).to_bits())
+            } else {
+                q.to_bits()
+            }
+        };
+        assert_eq!(word(0), float(-9.0 * 1001.0 * 0.25));
+        assert_eq!(word(5), integers[5].to_u64());
+        assert_eq!(word(14), float(5.0 * 1001.0 * 3.0));
+        assert_eq!(word(17), integers[17].to_u64());
+    }
+
+    #[test]
+    fn dequantising_into_another_buffer_matches_in_place() {
+        check_dequantise_into::<u32>();
+        check_dequantise_into::<u64>();
+    }
 
     /// The floats the integers of `found` (in groups of `group`) turn back into.
     fn dequantised<T: Word>(found: &Quantised<T>, group: usize) -> Vec<T> {

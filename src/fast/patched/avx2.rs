@@ -575,13 +575,29 @@ mod tests {
         let Some(avx2) = Avx2::detect() else {
             return;
         };
-        for (bitmap, shift) in [
+        // Chosen bitmaps, then random ones of every density (a chunk's values start
+        // anywhere in the packed high parts, and run on across their vectors).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random = (0..400).map(|i| {
+            let mut bits = u32::MAX;
+            for _ in 0..i % 4 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                bits &= state as u32 ^ (state >> 32) as u32;
+            }
+            (bits, i as u32 % 32)
+        });
+        let chosen = [
             (0u32, 3),
             (1, 0),
             (u32::MAX, 1),
             (0x8000_0001, 31),
             (0xf0f0_1234, 7),
-        ] {
+            (0x00ff_ff00, 2),
+            (0xff00_007f, 5),
+        ];
+        for (bitmap, shift) in chosen.into_iter().chain(random) {
             let k = bitmap.count_ones() as usize;
             // Nonzero high parts, then with a zero among them (the last or the 5th),
             // and zeros and a wide value after them, which must not count.
