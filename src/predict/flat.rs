@@ -132,63 +132,34 @@ fn prefix_sum_restore<T: Word, M: MapOp>(plane: &mut [T], width: usize, from: us
 }
 
 /// [`pass`] against the mean of the `N` rows above each: rows of a few words by
-/// [`narrow_mean_restore`] or [`narrow_mean_residuals`] first.
+/// [`narrow_mean_rows`] first.
 #[inline(always)]
 fn mean_pass<T: Word, M: MapOp, const N: usize, const RESTORE: bool>(
     plane: &mut [T],
     width: usize,
     from: usize,
 ) {
-    let from = match (width, RESTORE) {
-        (1, true) => narrow_mean_restore::<T, M, N, 1>(plane, from),
-        (2, true) => narrow_mean_restore::<T, M, N, 2>(plane, from),
-        (4, true) => narrow_mean_restore::<T, M, N, 4>(plane, from),
-        (8, true) => narrow_mean_restore::<T, M, N, 8>(plane, from),
-        (16, true) => narrow_mean_restore::<T, M, N, 16>(plane, from),
-        (1, false) => narrow_mean_residuals::<T, M, N, 1>(plane, from),
-        (2, false) => narrow_mean_residuals::<T, M, N, 2>(plane, from),
-        (4, false) => narrow_mean_residuals::<T, M, N, 4>(plane, from),
-        (8, false) => narrow_mean_residuals::<T, M, N, 8>(plane, from),
-        (16, false) => narrow_mean_residuals::<T, M, N, 16>(plane, from),
+    let from = match width {
+        1 => narrow_mean_rows::<T, M, N, 1, RESTORE>(plane, from),
+        2 => narrow_mean_rows::<T, M, N, 2, RESTORE>(plane, from),
+        4 => narrow_mean_rows::<T, M, N, 4, RESTORE>(plane, from),
+        8 => narrow_mean_rows::<T, M, N, 8, RESTORE>(plane, from),
+        16 => narrow_mean_rows::<T, M, N, 16, RESTORE>(plane, from),
         _ => from,
     };
     pass::<T, M, N, RESTORE>(plane, width, from, mean_pow2_word);
 }
 
-/// The running sums of [`narrow_mean_restore`] over `rows` (whole rows of `W` words):
-/// each column's words shifted right by `k`, and their low `k` bits.
+/// [`narrow_rows`] against the mean of the `N = 2^k` rows above, as [`mean_pow2_word`]
+/// takes it (the sum of the words shifted right by `k`, plus the sum of their low `k`
+/// bits shifted right by `k`), with both sums kept running down each column: a row adds
+/// its own words and takes off those of the row `N` above it, where summing the `N`
+/// rows anew costs `N` loads and additions a word. The sums wrap as
+/// [`mean_pow2_word`]'s do, so they are the same. The words of the `N` rows above are
+/// kept in a ring (coding overwrites the rows with residuals). Returns the first row it
+/// left, as [`narrow_rows`] does.
 #[inline(always)]
-fn mean_sums<T: Word, const W: usize>(rows: &[T], k: u32) -> ([T; W], [T; W]) {
-    let low = T::from_u64((1 << k) - 1);
-    let (mut high_sums, mut low_sums) = ([T::default(); W], [T::default(); W]);
-    for row in rows.chunks_exact(W) {
-        for c in 0..W {
-            high_sums[c] = high_sums[c].wrapping_add(row[c].shr_or_zero(k));
-            low_sums[c] = low_sums[c].wrapping_add(row[c] & low);
-        }
-    }
-    (high_sums, low_sums)
-}
-
-/// Takes word `old` off and puts word `new` on a column's running sums (see
-/// [`narrow_mean_restore`]).
-#[inline(always)]
-fn slide<T: Word>(sums: (&mut T, &mut T), new: T, old: T, k: u32) {
-    let low = T::from_u64((1 << k) - 1);
-    *sums.0 = sums
-        .0
-        .wrapping_add(new.shr_or_zero(k))
-        .wrapping_sub(old.shr_or_zero(k));
-    *sums.1 = sums.1.wrapping_add(new & low).wrapping_sub(old & low);
-}
-
-/// The residuals of the whole rows from `from` on of rows `W` words wide against the
-/// mean of the `N` rows above, with the sums of [`narrow_mean_restore`], and of the last,
-/// partial row (coded first, while the rows it reads hold words). The words of the `N`
-/// rows above are kept in a ring, as the rows are overwritten with residuals. Returns
-/// the number of rows (all are coded).
-#[inline(always)]
-fn narrow_mean_residuals<T: Word, M: MapOp, const N: usize, const W: usize>(
+fn narrow_mean_rows<T: Word, M: MapOp, const N: usize, const W: usize, const RESTORE: bool>(
     plane: &mut [T],
     from: usize,
 ) -> usize {
@@ -197,59 +168,52 @@ fn narrow_mean_residuals<T: Word, M: MapOp, const N: usize, const W: usize>(
         return from;
     }
     let last = rows * W;
-    for c in 0..plane.len() - last {
-        let column: [T; N] = std::array::from_fn(|k| plane[(rows - 1 - k) * W + c]);
-        plane[last + c] = M::residual(plane[last + c], mean_pow2_word(column));
+    if !RESTORE {
+        // The last, partial row first, while the rows it reads still hold words.
+        for c in 0..plane.len() - last {
+            let column: [T; N] = std::array::from_fn(|k| plane[(rows - 1 - k) * W + c]);
+            plane[last + c] = M::residual(plane[last + c], mean_pow2_word(column));
+        }
     }
     let k = N.trailing_zeros();
-    let (mut high_sums, mut low_sums) = mean_sums::<T, W>(&plane[(from - N) * W..from * W], k);
-    // Row `j` of the ring holds the words of a row `j` (mod `N`) rows after `from - N`.
-    let mut ring = [[T::default(); W]; N];
-    for (slot, row) in ring.iter_mut().zip(plane[(from - N) * W..].chunks_exact(W)) {
-        slot.copy_from_slice(row);
+    let low = T::from_u64((1 << k) - 1);
+    // Slot `j` of the ring holds the words of the row `j` (mod `N`) rows after
+    // `from - N`: when row `from + r` is reached, slot `r % N` holds the row `N` above.
+    let mut ring: [[T; W]; N] = std::array::from_fn(|j| {
+        plane[(from - N + j) * W..][..W]
+            .try_into()
+            .expect("a whole row")
+    });
+    let (mut high_sums, mut low_sums) = ([T::default(); W], [T::default(); W]);
+    for row in &ring {
+        for c in 0..W {
+            high_sums[c] = high_sums[c].wrapping_add(row[c].shr_or_zero(k));
+            low_sums[c] = low_sums[c].wrapping_add(row[c] & low);
+        }
     }
     for (r, row) in plane[from * W..last].chunks_exact_mut(W).enumerate() {
         let oldest = &mut ring[r % N];
         for c in 0..W {
             let p = high_sums[c].wrapping_add(low_sums[c].shr_or_zero(k));
-            let v = row[c];
-            row[c] = M::residual(v, p);
-            slide((&mut high_sums[c], &mut low_sums[c]), v, oldest[c], k);
+            let v = if RESTORE {
+                M::restore(row[c], p)
+            } else {
+                row[c]
+            };
+            row[c] = if RESTORE { v } else { M::residual(v, p) };
+            let o = oldest[c];
+            high_sums[c] = high_sums[c]
+                .wrapping_add(v.shr_or_zero(k))
+                .wrapping_sub(o.shr_or_zero(k));
+            low_sums[c] = low_sums[c].wrapping_add(v & low).wrapping_sub(o & low);
             oldest[c] = v;
         }
     }
-    plane.len().div_ceil(W)
-}
-
-/// Restores the whole rows from `from` on of rows `W` words wide against the mean of
-/// the `N = 2^k` rows above (as [`mean_pow2_word`] takes it: the sum of the words
-/// shifted right by `k` plus the sum of their low `k` bits shifted right by `k`), with
-/// both sums kept running down each column: a row adds its own words and takes off
-/// those of the row `N` above it, where summing the `N` rows anew costs `N` loads and
-/// additions a word. The sums wrap as [`mean_pow2_word`]'s do, so they are the same.
-/// Returns the first row it left: the last, partial one, if any.
-#[inline(always)]
-fn narrow_mean_restore<T: Word, M: MapOp, const N: usize, const W: usize>(
-    plane: &mut [T],
-    from: usize,
-) -> usize {
-    let rows = plane.len() / W;
-    if from >= rows || from < N {
-        return from;
+    if RESTORE {
+        rows
+    } else {
+        plane.len().div_ceil(W)
     }
-    let k = N.trailing_zeros();
-    let (mut high_sums, mut low_sums) = mean_sums::<T, W>(&plane[(from - N) * W..from * W], k);
-    for r in from..rows {
-        let (before, after) = plane.split_at_mut(r * W);
-        let (oldest, row) = (&before[(r - N) * W..][..W], &mut after[..W]);
-        for c in 0..W {
-            let p = high_sums[c].wrapping_add(low_sums[c].shr_or_zero(k));
-            let v = M::restore(row[c], p);
-            row[c] = v;
-            slide((&mut high_sums[c], &mut low_sums[c]), v, oldest[c], k);
-        }
-    }
-    rows
 }
 
 /// Rows `from..` of `plane` coded (or restored) against `predict` of the `N` words
@@ -322,10 +286,11 @@ fn narrow_rows<T: Word, M: MapOp, const N: usize, const W: usize, const RESTORE:
             plane[last + c] = M::residual(plane[last + c], predict(column));
         }
     }
-    let mut above = [[T::default(); W]; N];
-    for (k, row) in above.iter_mut().enumerate() {
-        row.copy_from_slice(&plane[(from - 1 - k) * W..][..W]);
-    }
+    let mut above: [[T; W]; N] = std::array::from_fn(|k| {
+        plane[(from - 1 - k) * W..][..W]
+            .try_into()
+            .expect("a whole row")
+    });
     for row in plane[from * W..rows * W].chunks_exact_mut(W) {
         let mut words = [T::default(); W];
         for c in 0..W {
