@@ -10,10 +10,11 @@
 //! `j` of values `8 g .. 8 g + 8`, value `8 g + i` in bit `i`.
 
 use super::shuffled::{
-    byte_streams, compress_bytes_into, compressed_len, decompress_bytes, from_byte_streams,
+    byte_stream_into, compress_bytes_into, compressed_len, decompress_bytes, from_byte_streams,
     Backend, ESTIMATE_LEVEL, ZSTD_LEVEL,
 };
 use crate::bits::plane_mask;
+use crate::buffers;
 use crate::stream_error::StreamError;
 use crate::word::Word;
 
@@ -34,62 +35,84 @@ fn groups(n: usize) -> usize {
     n.div_ceil(8)
 }
 
-/// The eight bit planes of `stream` (`8 m` bytes) into `planes` (`8 m` bytes: plane `k`
-/// at `k m`).
-fn stream_to_planes(stream: &[u8], planes: &mut [u8]) {
+/// Appends to `out` the bit planes of `stream` (`8 m` bytes) that `mask` names, in
+/// order: plane `k` (bit `k` of `mask`) takes `m` bytes, byte `g` holding bit `k` of
+/// bytes `8 g .. 8 g + 8` of the stream, byte `8 g + i` in bit `i`.
+fn append_planes(stream: &[u8], mask: u8, out: &mut Vec<u8>) {
     let m = stream.len() / 8;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86_64 baseline, so every x86_64 CPU has it.
-    let done = unsafe { sixteen_at_a_time(stream, split8(planes, m)) };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
-    let [p0, p1, p2, p3, p4, p5, p6, p7] = split8(planes, m);
-    for (g, group) in stream.chunks_exact(8).enumerate().skip(done) {
-        let t = transpose8(u64::from_le_bytes(group.try_into().expect("8 bytes")));
-        let bytes = t.to_le_bytes();
-        p0[g] = bytes[0];
-        p1[g] = bytes[1];
-        p2[g] = bytes[2];
-        p3[g] = bytes[3];
-        p4[g] = bytes[4];
-        p5[g] = bytes[5];
-        p6[g] = bytes[6];
-        p7[g] = bytes[7];
+    let start = out.len();
+    out.resize(start + mask.count_ones() as usize * m, 0);
+    if m == 0 {
+        return;
+    }
+    let mut planes: Vec<(u32, &mut [u8])> = (0..8)
+        .filter(|k| mask >> k & 1 == 1)
+        .zip(out[start..].chunks_exact_mut(m))
+        .collect();
+    // A block of the stream at a time, each of its planes a pass over it while it is
+    // in the first-level cache.
+    for first in (0..m).step_by(PLANE_BLOCK_GROUPS) {
+        let groups = first..(first + PLANE_BLOCK_GROUPS).min(m);
+        let bytes = &stream[8 * groups.start..8 * groups.end];
+        for (k, plane) in &mut planes {
+            plane_bits(bytes, *k, &mut plane[groups.clone()]);
+        }
     }
 }
 
-/// [`stream_to_planes`] for the groups of whole 16-byte pieces of `stream`, with SSE2
-/// (the x86_64 baseline): bit `k` of 16 bytes is one byte mask after a shift by `7 - k`.
-/// Returns the groups done.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-fn sixteen_at_a_time(stream: &[u8], planes: [&mut [u8]; 8]) -> usize {
-    use std::arch::x86_64::{_mm_movemask_epi8, _mm_set_epi64x, _mm_slli_epi16};
-    let [p0, p1, p2, p3, p4, p5, p6, p7] = planes;
-    let pieces = stream.len() / 16;
-    for (i, piece) in stream.chunks_exact(16).enumerate() {
-        let lo = u64::from_le_bytes(piece[..8].try_into().expect("8 bytes"));
-        let hi = u64::from_le_bytes(piece[8..].try_into().expect("8 bytes"));
-        let x = _mm_set_epi64x(hi as i64, lo as i64);
-        let at = 2 * i..2 * i + 2;
-        // Shifting 16-bit lanes left by `7 - k` moves bit `k` of each byte to its bit 7.
-        p0[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<7>(x)) as u16).to_le_bytes());
-        p1[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<6>(x)) as u16).to_le_bytes());
-        p2[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<5>(x)) as u16).to_le_bytes());
-        p3[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<4>(x)) as u16).to_le_bytes());
-        p4[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<3>(x)) as u16).to_le_bytes());
-        p5[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<2>(x)) as u16).to_le_bytes());
-        p6[at.clone()]
-            .copy_from_slice(&(_mm_movemask_epi8(_mm_slli_epi16::<1>(x)) as u16).to_le_bytes());
-        p7[at].copy_from_slice(&(_mm_movemask_epi8(x) as u16).to_le_bytes());
+/// Groups of eight bytes [`append_planes`] takes at a time (4 KiB of the stream).
+const PLANE_BLOCK_GROUPS: usize = 512;
+
+/// Bit `k` of each of `bytes` into `plane` (one byte per eight bytes: byte `8 g + i`
+/// in bit `i` of `plane[g]`).
+fn plane_bits(bytes: &[u8], k: u32, plane: &mut [u8]) {
+    let done = match crate::isa::avx2_kernels() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 is present (detected at run time).
+        true => unsafe { x86::plane_bits_avx2(bytes, k, plane) },
+        _ => 0,
+    };
+    for (byte, group) in plane[done..]
+        .iter_mut()
+        .zip(bytes[8 * done..].chunks_exact(8))
+    {
+        let x = u64::from_le_bytes(group.try_into().expect("8 bytes"));
+        *byte = gather_bit(x, k);
     }
-    2 * pieces
+}
+
+/// Bit `k` of each byte of `x`, byte `i`'s in bit `i`: the bits, one per byte, are
+/// multiplied into the top byte (each lands on a bit of its own, so nothing carries).
+#[inline(always)]
+fn gather_bit(x: u64, k: u32) -> u8 {
+    ((x >> k & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::{
+        _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_sll_epi16, _mm_cvtsi32_si128,
+    };
+
+    /// [`super::plane_bits`] for the whole 32-byte pieces of `bytes`: shifting 16-bit
+    /// lanes left by `7 - k` moves bit `k` of each byte to its bit 7, which
+    /// `vpmovmskb` gathers. Returns the plane bytes written.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn plane_bits_avx2(bytes: &[u8], k: u32, plane: &mut [u8]) -> usize {
+        let shift = _mm_cvtsi32_si128(7 - k as i32);
+        let pieces = (bytes.len() / 32).min(plane.len() / 4);
+        for (piece, out) in bytes
+            .chunks_exact(32)
+            .zip(plane.chunks_exact_mut(4))
+            .take(pieces)
+        {
+            // SAFETY: `piece` holds 32 bytes, the load's width (unaligned).
+            let x = unsafe { _mm256_loadu_si256(piece.as_ptr().cast()) };
+            let bits = _mm256_movemask_epi8(_mm256_sll_epi16(x, shift)) as u32;
+            out.copy_from_slice(&bits.to_le_bytes());
+        }
+        4 * pieces
+    }
 }
 
 /// Inverse of [`stream_to_planes`], from the eight planes `p` (`m` bytes each), in a
@@ -112,93 +135,72 @@ fn planes_to_stream_with(p: [&[u8]; 8], stream: &mut [u8]) {
     }
 }
 
-/// `planes` (at least `8 m` bytes) as eight slices of `m` bytes.
-fn split8(planes: &mut [u8], m: usize) -> [&mut [u8]; 8] {
-    let (p0, rest) = planes.split_at_mut(m);
-    let (p1, rest) = rest.split_at_mut(m);
-    let (p2, rest) = rest.split_at_mut(m);
-    let (p3, rest) = rest.split_at_mut(m);
-    let (p4, rest) = rest.split_at_mut(m);
-    let (p5, rest) = rest.split_at_mut(m);
-    let (p6, rest) = rest.split_at_mut(m);
-    let (p7, _) = rest.split_at_mut(m);
-    [p0, p1, p2, p3, p4, p5, p6, p7]
-}
-
-/// The bit planes of `values` (see the module documentation).
-fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
-    let m = groups(values.len());
-    let streams = byte_streams(values, 8 * m);
-    let mut planes = vec![0u8; streams.len()];
-    if m > 0 {
-        for (stream, out) in streams
-            .chunks_exact(8 * m)
-            .zip(planes.chunks_exact_mut(8 * m))
-        {
-            stream_to_planes(stream, out);
-        }
-    }
-    planes
-}
-
-/// Inverse of [`shuffle`] into `out`, from the planes `present` says are there (`m`
+/// Inverse of [`present_planes`] into `out`, from the planes `present` says are there (`m`
 /// bytes each, in order, in `planes`; the others zero); an error when a padding value
-/// has a bit set.
+/// has a bit set. A block of values at a time: the block of each byte stream with a plane
+/// present is rebuilt, and the block's values made from the streams while they are in
+/// the first-level cache (the streams without a plane are zeros).
 fn unshuffle<T: Word>(planes: &[u8], present: u64, out: &mut [T]) -> Result<(), StreamError> {
     let n = out.len();
     let m = groups(n);
-    if m == 0 {
-        return Ok(());
-    }
-    let len = 8 * m;
-    let zero = vec![0u8; m];
-    let mut stored = planes.chunks_exact(m);
-    let mut streams = vec![0u8; T::BYTES * len];
-    for (b, stream) in streams.chunks_exact_mut(len).enumerate() {
-        let mask = present >> (8 * b) & 0xff;
-        if mask == 0 {
-            continue;
+    let mut stored = planes.chunks_exact(m.max(1));
+    let zero = [0u8; PLANE_BLOCK_GROUPS];
+    // Each byte stream with a plane present, and its eight planes (empty where absent).
+    let streams: Vec<(usize, [&[u8]; 8])> = (0..T::BYTES)
+        .filter(|b| present >> (8 * b) & 0xff != 0)
+        .map(|b| {
+            let mask = present >> (8 * b);
+            let p = std::array::from_fn(|k| match mask >> k & 1 {
+                1 => stored.next().expect("a stored plane per mask bit"),
+                _ => &[][..],
+            });
+            (b, p)
+        })
+        .collect();
+    let stride = 8 * PLANE_BLOCK_GROUPS;
+    let mut block_streams = vec![0u8; T::BYTES * stride];
+    for first in (0..m).step_by(PLANE_BLOCK_GROUPS) {
+        let groups = first..(first + PLANE_BLOCK_GROUPS).min(m);
+        let values = &mut out[8 * groups.start..n.min(8 * groups.end)];
+        for (b, p) in &streams {
+            let block = p.map(|plane| match plane.is_empty() {
+                true => &zero[..groups.len()],
+                false => &plane[groups.clone()],
+            });
+            let bytes = &mut block_streams[b * stride..][..8 * groups.len()];
+            planes_to_stream(block, bytes);
+            if bytes[values.len()..].iter().any(|&byte| byte != 0) {
+                return Err(StreamError::Invalid(
+                    "bit-shuffled padding values are not zero",
+                ));
+            }
         }
-        let p: [&[u8]; 8] = std::array::from_fn(|k| match mask >> k & 1 {
-            1 => stored.next().expect("a stored plane per mask bit"),
-            _ => &zero[..],
-        });
-        planes_to_stream(p, stream);
-        if stream[n..].iter().any(|&byte| byte != 0) {
-            return Err(StreamError::Invalid(
-                "bit-shuffled padding values are not zero",
-            ));
-        }
+        from_byte_streams(&block_streams, stride, values);
     }
-    from_byte_streams(&streams, len, out);
     Ok(())
 }
 
 /// The planes of `values` that are not all zero, in order, and the mask of which they
-/// are (bit `j` for plane `j`).
+/// are (bit `j` for plane `j`). A plane holds a set bit exactly when one of the values
+/// has that bit set, so the mask is the OR of the values, and only the byte streams
+/// with a plane present are made and transposed, only the planes present kept.
 fn present_planes<T: Word>(values: &[T]) -> (Vec<u8>, u64) {
-    let mut planes = shuffle(values);
+    let present = crate::isa::vectorised(
+        #[inline(always)]
+        || values.iter().fold(0, |any, v| any | v.to_u64()),
+    );
     let m = groups(values.len());
-    if m == 0 {
-        return (planes, 0);
-    }
-    let mut present = 0u64;
-    let mut kept = 0;
-    for j in 0..8 * T::BYTES {
-        let plane = j * m..(j + 1) * m;
-        if planes[plane.clone()]
-            .iter()
-            .fold(0, |any, &byte| any | byte)
-            != 0
-        {
-            present |= 1 << j;
-            if kept != j {
-                planes.copy_within(plane, kept * m);
-            }
-            kept += 1;
+    let mut planes = buffers::take(present.count_ones() as usize * m);
+    let mut stream = buffers::take(8 * m);
+    for b in 0..T::BYTES {
+        let mask = (present >> (8 * b)) as u8;
+        if mask != 0 {
+            stream.clear();
+            byte_stream_into(values, b, 8 * m, &mut stream);
+            append_planes(&stream, mask, &mut planes);
         }
     }
-    planes.truncate(kept * m);
+    buffers::give(stream);
     (planes, present)
 }
 
@@ -211,6 +213,7 @@ pub fn encode<T: Word>(values: &[T], backend: Backend, out: &mut Vec<u8>) {
     if present != 0 {
         compress_bytes_into(&planes, backend, ZSTD_LEVEL, out);
     }
+    buffers::give(planes);
 }
 
 /// Decodes exactly `out.len()` values from `input`, which must be exactly their coding.
@@ -227,9 +230,12 @@ pub fn decode<T: Word>(input: &[u8], backend: Backend, out: &mut [T]) -> Result<
         out.fill(T::from_u64(0));
         return Ok(());
     }
-    let mut planes = vec![0u8; present.count_ones() as usize * groups(out.len())];
-    decompress_bytes(block, backend, &mut planes)?;
-    unshuffle(&planes, present, out)
+    // Every byte is written by the decompression (or it fails).
+    let mut planes = buffers::take_filled(present.count_ones() as usize * groups(out.len()));
+    let decoded = decompress_bytes(block, backend, &mut planes)
+        .and_then(|()| unshuffle(&planes, present, out));
+    buffers::give(planes);
+    decoded
 }
 
 /// The coded size of `values` in bits (exact for LZ4; for Zstandard, at a fast level).
@@ -240,6 +246,7 @@ pub fn encoded_bits<T: Word>(values: &[T], backend: Backend) -> u64 {
     } else {
         compressed_len(&planes, backend, ESTIMATE_LEVEL)
     };
+    buffers::give(planes);
     8 * (T::BYTES + block) as u64
 }
 
@@ -269,11 +276,96 @@ mod tests {
         assert_eq!(transpose8(0b10), 1 << 8);
     }
 
+    /// Every bit plane of `values` as the module documentation defines them, eight
+    /// values at a time through [`transpose8`]: the reference for the encoder's planes.
+    fn all_planes<T: Word>(values: &[T]) -> Vec<u8> {
+        let m = groups(values.len());
+        let streams = super::super::shuffled::byte_streams(values, 8 * m);
+        let mut planes = vec![0u8; streams.len()];
+        for (b, stream) in streams.chunks_exact(8 * m.max(1)).enumerate() {
+            for (g, group) in stream.chunks_exact(8).enumerate() {
+                let t = transpose8(u64::from_le_bytes(group.try_into().unwrap())).to_le_bytes();
+                for (k, &byte) in t.iter().enumerate() {
+                    planes[(8 * b + k) * m + g] = byte;
+                }
+            }
+        }
+        planes
+    }
+
+    #[test]
+    fn gathered_bits_are_the_transposed_planes() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..1000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let t = transpose8(state).to_le_bytes();
+            for k in 0..8 {
+                assert_eq!(gather_bit(state, k), t[k as usize], "{state:#x} bit {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn present_planes_are_the_planes_with_a_set_bit_in_order() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        fn check<T: Word>(values: &[T]) {
+            let m = groups(values.len());
+            let all = all_planes(values);
+            let mut expected = Vec::new();
+            let mut mask = 0u64;
+            for (j, plane) in all.chunks_exact(m.max(1)).enumerate() {
+                if plane.iter().any(|&byte| byte != 0) {
+                    mask |= 1 << j;
+                    expected.extend_from_slice(plane);
+                }
+            }
+            let (planes, present) = present_planes(values);
+            assert_eq!(present, mask, "{} values", values.len());
+            assert!(planes == expected, "{} values: planes differ", values.len());
+        }
+        // Lengths around a group, a 32-byte piece and a block of the transposition.
+        let block = 8 * PLANE_BLOCK_GROUPS;
+        for n in [
+            0,
+            1,
+            7,
+            8,
+            9,
+            31,
+            32,
+            33,
+            255,
+            257,
+            block - 1,
+            block + 9,
+            2 * block + 40,
+        ] {
+            // Dense words, words of a few low bits, and rare set bits.
+            for sparsity in [0u32, 60, 63] {
+                let v64: Vec<u64> = (0..n)
+                    .map(|_| next() >> sparsity & next() >> (next() % 64))
+                    .collect();
+                check(&v64);
+                check(&v64.iter().map(|&v| v as u32).collect::<Vec<_>>());
+                check(&v64.iter().map(|&v| (v >> 8) as u16).collect::<Vec<_>>());
+                check(&v64.iter().map(|&v| v as u8).collect::<Vec<_>>());
+            }
+        }
+    }
+
     #[test]
     fn planes_hold_one_bit_of_eight_values_each() {
         // Values 0..10 of one byte: plane 0 holds their low bits.
         let values: Vec<u8> = (0..10).collect();
-        let planes = shuffle(&values);
+        let planes = all_planes(&values);
         assert_eq!(planes.len(), 8 * 2);
         // Plane 0: values 1, 3, 5, 7 (group 0), 9 (group 1, value 1).
         assert_eq!(&planes[0..2], &[0b1010_1010, 0b10]);
@@ -283,7 +375,7 @@ mod tests {
         assert_eq!(&planes[6..8], &[0, 0b11]);
         // Two-byte words: byte 1's planes follow byte 0's.
         let wide: Vec<u16> = vec![0x0100, 0, 0, 0, 0, 0, 0, 0];
-        let planes = shuffle(&wide);
+        let planes = all_planes(&wide);
         assert_eq!(planes[8], 1, "plane 8 (bit 0 of byte 1), value 0");
         assert_eq!(planes.iter().map(|b| b.count_ones()).sum::<u32>(), 1);
     }
@@ -324,7 +416,7 @@ mod tests {
     #[test]
     fn set_padding_bits_are_refused() {
         // Nine one-byte values of 1: the second group pads with seven values.
-        let mut planes = shuffle(&[1u8; 9]);
+        let mut planes = all_planes(&[1u8; 9]);
         planes.truncate(2); // plane 0 only
         planes[1] = 0b11; // group 1: value 8 and a padding value.
         let mut input = vec![1u8];

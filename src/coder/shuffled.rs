@@ -42,19 +42,24 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
     debug_assert!(stride >= values.len());
     let mut out = Vec::with_capacity(stride * T::BYTES);
-    // Stream by stream, each a pass over the values that shifts out its byte: no
-    // scattered stores, so it vectorises; appended, so no byte is zeroed first.
+    for b in 0..T::BYTES {
+        byte_stream_into(values, b, stride, &mut out);
+    }
+    out
+}
+
+/// Appends byte `b` of each of `values` to `out`, then zeros up to `stride` bytes: a pass
+/// over the values that shifts out the byte, with no scattered stores, so it vectorises;
+/// appended, so no byte is zeroed first.
+pub(super) fn byte_stream_into<T: Word>(values: &[T], b: usize, stride: usize, out: &mut Vec<u8>) {
+    debug_assert!(stride >= values.len());
+    let end = out.len() + stride;
+    let shift = 8 * b as u32;
     crate::isa::vectorised(
         #[inline(always)]
-        || {
-            for b in 0..T::BYTES {
-                let shift = 8 * b as u32;
-                out.extend(values.iter().map(|v| (v.to_u64() >> shift) as u8));
-                out.resize((b + 1) * stride, 0);
-            }
-        },
+        || out.extend(values.iter().map(|v| (v.to_u64() >> shift) as u8)),
     );
-    out
+    out.resize(end, 0);
 }
 
 /// Inverse of [`shuffle`] into `out` (`bytes.len() == out.len() * T::BYTES`).
