@@ -259,6 +259,9 @@ pub fn min_encoded_len(bytes: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
     use super::*;
 
     #[test]
@@ -293,29 +296,27 @@ mod tests {
         planes
     }
 
+    /// Random 64-bit words from `seed`.
+    fn words_from(seed: u64) -> impl FnMut() -> u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        move || rng.gen()
+    }
+
     #[test]
     fn gathered_bits_are_the_transposed_planes() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = words_from(0x9E37_79B9_7F4A_7C15);
         for _ in 0..1000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let t = transpose8(state).to_le_bytes();
+            let x = next();
+            let t = transpose8(x).to_le_bytes();
             for k in 0..8 {
-                assert_eq!(gather_bit(state, k), t[k as usize], "{state:#x} bit {k}");
+                assert_eq!(gather_bit(x, k), t[k as usize], "{x:#x} bit {k}");
             }
         }
     }
 
     #[test]
     fn present_planes_are_the_planes_with_a_set_bit_in_order() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = words_from(0x2545_F491_4F6C_DD1D);
         fn check<T: Word>(values: &[T]) {
             let m = groups(values.len());
             let all = all_planes(values);
@@ -382,13 +383,7 @@ mod tests {
 
     #[test]
     fn round_trips_every_width_and_length_and_refuses_other_sizes() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = words_from(0x9E37_79B9_7F4A_7C15);
         for n in [0usize, 1, 7, 8, 9, 63, 1000] {
             let v64: Vec<u64> = (0..n).map(|_| next() >> (next() % 64)).collect();
             let v32: Vec<u32> = v64.iter().map(|&v| v as u32).collect();
