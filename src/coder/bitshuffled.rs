@@ -115,8 +115,9 @@ mod x86 {
     }
 }
 
-/// Inverse of [`stream_to_planes`], from the eight planes `p` (`m` bytes each), in a
-/// loop compiled for the CPU's vectors.
+/// The bytes of a byte stream (`stream`, `8 m` bytes) from its eight planes `p` (`m`
+/// bytes each; the inverse of [`append_planes`] with every plane), in a loop compiled
+/// for the CPU's vectors.
 fn planes_to_stream(p: [&[u8]; 8], stream: &mut [u8]) {
     crate::isa::vectorised(
         #[inline(always)]

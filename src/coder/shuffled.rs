@@ -42,9 +42,20 @@ fn shuffle<T: Word>(values: &[T]) -> Vec<u8> {
 pub(super) fn byte_streams<T: Word>(values: &[T], stride: usize) -> Vec<u8> {
     debug_assert!(stride >= values.len());
     let mut out = Vec::with_capacity(stride * T::BYTES);
-    for b in 0..T::BYTES {
-        byte_stream_into(values, b, stride, &mut out);
-    }
+    // Stream by stream inside one call compiled for the CPU's vectors: the loop over the
+    // `T::BYTES` streams unrolls, so each stream's shift is a constant and the pass
+    // vectorises in lanes of `T`'s width ([`byte_stream_into`]'s shift is not known
+    // when it is compiled).
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            for b in 0..T::BYTES {
+                let shift = 8 * b as u32;
+                out.extend(values.iter().map(|v| (v.to_u64() >> shift) as u8));
+                out.resize((b + 1) * stride, 0);
+            }
+        },
+    );
     out
 }
 
