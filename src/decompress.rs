@@ -158,12 +158,27 @@ impl<'a> Chunk<'a> {
         };
         let transformed = header.is_narrowed() || header.is_shifted() || scales.is_some();
         if !transformed && !header.is_planar() {
-            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init)?;
+            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, &|_, _| {})?;
             return check(header, checksum::combine_digests(&digests));
         }
-        // Planes, scaled integers, narrowed and shifted words: decoded and checked as
-        // coded, planes joined, then turned into floats, then handed to the caller's
-        // buffer.
+        if !header.is_planar() && !header.is_narrowed() {
+            // Scaled integers and shifted words, as long as the floats: each tile decoded
+            // into its place in the output and turned into floats there, while in cache
+            // (the checksum is of the coded words, hashed as they are decoded).
+            let w = decoder.word_size;
+            let finish = |at: usize, piece: &mut [u8]| {
+                if let Some(scales) = scales {
+                    scaled::dequantise_piece(piece, w, at / w, scales.group, &scales.scales);
+                }
+                if header.is_shifted() {
+                    shift::shift_up(piece, w, u32::from(header.shift));
+                }
+            };
+            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, &finish)?;
+            return check(header, checksum::combine_digests(&digests));
+        }
+        // Planes and narrowed words: decoded and checked as coded, planes joined, then
+        // turned into floats, then handed to the caller's buffer.
         if header.is_planar() && !transformed {
             let m = header.shape[0] as usize;
             if let Some(slabs) = Slabs::of(geometry, tiles, m, threads) {
@@ -172,7 +187,15 @@ impl<'a> Chunk<'a> {
             }
         }
         let mut coded = scratch(header.coded_size() as usize);
-        let digests = decode_tiles(decoder, tiles, payloads, &mut coded, threads, &as_bytes)?;
+        let digests = decode_tiles(
+            decoder,
+            tiles,
+            payloads,
+            &mut coded,
+            threads,
+            &as_bytes,
+            &|_, _| {},
+        )?;
         check(header, checksum::combine_digests(&digests))?;
         if header.is_planar() {
             let (w, m) = (decoder.word_size, header.shape[0] as usize);
@@ -309,7 +332,7 @@ impl Slabs {
             }
             // The slab's pieces of rows of `out` in order, as the tiles' words run.
             let mut at = 0;
-            for row in rows {
+            for (_, row) in rows {
                 let row = init(row);
                 let len = row.len() / self.m;
                 let parts: Vec<&[u8]> = planes.iter().map(|p| &p[at..at + len]).collect();
@@ -472,7 +495,8 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
 
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
 /// (see [`checksum::tile_digest`]), hashed row by row as the tile is decoded. Each tile's
-/// job passes its regions of `out` through `init` first.
+/// job passes its regions of `out` through `init` first, and once the tile is decoded,
+/// each region and where it starts in `out` (in bytes) through `finish`.
 fn decode_tiles<B: Send>(
     d: TileDecoder,
     tiles: &[Tile],
@@ -480,6 +504,7 @@ fn decode_tiles<B: Send>(
     out: &mut [B],
     threads: usize,
     init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
+    finish: &(impl Fn(usize, &mut [u8]) + Sync),
 ) -> Result<Vec<u64>> {
     let regions = tile_regions(d.geometry, tiles, out, d.word_size);
     let jobs = regions
@@ -487,7 +512,19 @@ fn decode_tiles<B: Send>(
         .zip(tiles.iter().enumerate())
         .zip(slices);
     map_shared(threads, jobs.collect(), |((region, tile), payload)| {
-        d.decode_into(payload, tile, region.into_iter().map(init).collect())
+        let mut pieces: Vec<(usize, &mut [u8])> = region
+            .into_iter()
+            .map(|(at, piece)| (at, init(piece)))
+            .collect();
+        let digest = d.decode_into(
+            payload,
+            tile,
+            pieces.iter_mut().map(|(_, p)| &mut **p).collect(),
+        )?;
+        for (at, piece) in pieces {
+            finish(at, piece);
+        }
+        Ok(digest)
     })
     .into_iter()
     .collect()
@@ -496,33 +533,34 @@ fn decode_tiles<B: Send>(
 /// Where each of `tiles` lies in `out` (elements of `element` bytes laid out as the
 /// geometry's words): when the tiles span whole rows, one contiguous region each; else
 /// (column-split tiles, one plane each, interleaved in memory) the disjoint pieces of the
-/// rows it covers, in row order.
+/// rows it covers, in row order. Each piece with the index in `out` it starts at.
 fn tile_regions<'o, B>(
     g: &Geometry,
     tiles: &[Tile],
     out: &'o mut [B],
     element: usize,
-) -> Vec<Vec<&'o mut [B]>> {
-    let mut regions: Vec<Vec<&mut [B]>> = tiles.iter().map(|_| Vec::new()).collect();
+) -> Vec<Vec<(usize, &'o mut [B])>> {
+    let mut regions: Vec<Vec<(usize, &mut [B])>> = tiles.iter().map(|_| Vec::new()).collect();
     if g.tiles_are_contiguous() {
-        let mut rest = out;
+        let (mut rest, mut at) = (out, 0);
         for (tile, region) in tiles.iter().zip(&mut regions) {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(g.tile_words(tile) * element);
-            region.push(head);
-            rest = tail;
+            let len = head.len();
+            region.push((at, head));
+            (rest, at) = (tail, at + len);
         }
         return regions;
     }
     let col_tiles = g.lag.div_ceil(g.tiling.tile_cols);
     let tiles_per_plane = g.rows().div_ceil(g.tiling.tile_rows) * col_tiles;
-    for (plane, plane_out) in out.chunks_mut(g.plane_len * element).enumerate() {
-        for (row, row_out) in plane_out.chunks_mut(g.lag * element).enumerate() {
+    let (plane_len, row_len) = (g.plane_len * element, g.lag * element);
+    for (plane, plane_out) in out.chunks_mut(plane_len).enumerate() {
+        for (row, row_out) in plane_out.chunks_mut(row_len).enumerate() {
             let first = plane * tiles_per_plane + (row / g.tiling.tile_rows) * col_tiles;
-            for (piece, region) in row_out
-                .chunks_mut(g.tiling.tile_cols * element)
-                .zip(&mut regions[first..])
-            {
-                region.push(piece);
+            let start = plane * plane_len + row * row_len;
+            let pieces = row_out.chunks_mut(g.tiling.tile_cols * element);
+            for (col, (piece, region)) in pieces.zip(&mut regions[first..]).enumerate() {
+                region.push((start + col * g.tiling.tile_cols * element, piece));
             }
         }
     }

@@ -147,6 +147,45 @@ fn check_scaled_spectra(shape: &[usize], data: &[u8]) {
 }
 
 #[test]
+fn scaled_tiles_that_start_inside_a_scale_group_round_trip() {
+    // Tiles that start inside a group of words under one scale: one scale for the whole
+    // chunk of rows of 1024 words, in tiles of whole rows; and one scale per row of rows
+    // too long for one tile, cut into tiles of columns.
+    for (shape, scales) in [
+        ([256, 1024], [0.012_3_f32; 2]),
+        ([2, 300_000], [0.012_3, 0.045_6]),
+    ] {
+        let data: Vec<u8> = (0..shape[0] * shape[1])
+            .flat_map(|k| {
+                let q = ((k * 37) % 2001) as f32 - 1000.0;
+                (q * scales[k / shape[1] % 2]).to_le_bytes()
+            })
+            .collect();
+        let group = if scales[0] == scales[1] {
+            data.len() / 4
+        } else {
+            shape[1]
+        };
+        for mode in [Mode::Fast, Mode::Archive] {
+            for threads in [1, 3] {
+                let mut p = params(4, &shape, mode);
+                p.threads = threads;
+                let chunk = round_trip(&data, &p);
+                let (header, at) = header(&chunk);
+                let recorded_group = u64::from_le_bytes(chunk[at..at + 8].try_into().unwrap());
+                assert_eq!(header.flags, 2, "{mode:?} {shape:?}: scaled integers");
+                assert_eq!(recorded_group, group as u64, "{mode:?} {shape:?}");
+                assert!(
+                    header.tile_sizes.len() > 1,
+                    "{mode:?} {shape:?}: {} tiles",
+                    header.tile_sizes.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn scaled_float64_round_trips() {
     // Multiples of 0.1 computed in float64: not float32 values, so not narrowed.
     let data: Vec<u8> = (0..4096)

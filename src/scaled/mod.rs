@@ -113,6 +113,30 @@ pub fn dequantise_bytes(bytes: &mut [u8], word_size: usize, group: usize, scales
     }
 }
 
+/// [`dequantise_bytes`] on a piece of a chunk's words that starts at word `first_word`
+/// of the chunk, anywhere in its group: `scales` are the whole chunk's.
+pub fn dequantise_piece(
+    bytes: &mut [u8],
+    word_size: usize,
+    first_word: usize,
+    group: usize,
+    scales: &[u64],
+) {
+    let group = group.max(1);
+    let scales = scales.get(first_word / group..).unwrap_or_default();
+    // The words before the piece's first whole group take the first scale alone.
+    let head = match first_word % group {
+        0 => 0,
+        into => (group - into).min(bytes.len() / word_size),
+    };
+    let (head, rest) = bytes.split_at_mut(head * word_size);
+    let whole = scales
+        .get(usize::from(!head.is_empty())..)
+        .unwrap_or_default();
+    dequantise_bytes(head, word_size, group, scales);
+    dequantise_bytes(rest, word_size, group, whole);
+}
+
 /// [`dequantise_bytes`] from the integers in `integers` to the floats in `out` (of the
 /// same length), instead of in place.
 pub fn dequantise_bytes_into(
@@ -183,6 +207,43 @@ mod tests {
         let mut back = integers;
         dequantise_bytes(&mut back, 4, scales.group, &scales.scales);
         assert_eq!(back, data);
+    }
+
+    #[test]
+    fn pieces_dequantise_as_the_whole_chunk_does() {
+        // 100 words in groups of 16 (the last of 4), one group kept as it is, cut into
+        // pieces that start inside a group, on its first word, and in the short last
+        // group.
+        let (group, words) = (16, 100);
+        let integers: Vec<u8> = (0..words)
+            .flat_map(|k: i32| ((k * 37) % 201 - 100).to_le_bytes())
+            .collect();
+        let mut scales: Vec<u64> = (0..7).map(|g| (0.5 + f64::from(g)).to_bits()).collect();
+        scales[3] = scale::UNSCALED;
+        let mut whole = integers.clone();
+        dequantise_bytes(&mut whole, 4, group, &scales);
+        assert_ne!(
+            whole[..16 * 4],
+            integers[..16 * 4],
+            "the first group is scaled"
+        );
+        assert_eq!(
+            whole[48 * 4..64 * 4],
+            integers[48 * 4..64 * 4],
+            "group 3 kept"
+        );
+        for cuts in [
+            vec![0, 100],
+            vec![0, 5, 16, 37, 64, 99, 100],
+            vec![0, 15, 17, 100],
+        ] {
+            let mut pieces = integers.clone();
+            for span in cuts.windows(2) {
+                let piece = &mut pieces[span[0] * 4..span[1] * 4];
+                dequantise_piece(piece, 4, span[0], group, &scales);
+            }
+            assert_eq!(pieces, whole, "cut at {cuts:?}");
+        }
     }
 
     #[test]
