@@ -161,24 +161,29 @@ impl<'a> Chunk<'a> {
             let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, &|_, _| {})?;
             return check(header, checksum::combine_digests(&digests));
         }
-        if !header.is_planar() && !header.is_narrowed() {
-            // Scaled integers and shifted words, as long as the floats: each tile decoded
-            // into its place in the output and turned into floats there, while in cache
-            // (the checksum is of the coded words, hashed as they are decoded).
+        if !header.is_planar() {
+            // Scaled integers, shifted and narrowed words: each tile turned into floats
+            // as soon as it is decoded, while in cache, in its place in the output (or,
+            // narrowed, in a buffer of its own, then widened into its place). The
+            // checksum is of the coded words, hashed as they are decoded.
             let w = decoder.word_size;
-            let finish = |at: usize, piece: &mut [u8]| {
+            let finish = |first_word: usize, coded: &mut [u8]| {
                 if let Some(scales) = scales {
-                    scaled::dequantise_piece(piece, w, at / w, scales.group, &scales.scales);
+                    scaled::dequantise_piece(coded, w, first_word, scales.group, &scales.scales);
                 }
                 if header.is_shifted() {
-                    shift::shift_up(piece, w, u32::from(header.shift));
+                    shift::shift_up(coded, w, u32::from(header.shift));
                 }
             };
-            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, &finish)?;
+            let digests = if header.is_narrowed() {
+                decode_tiles_widened(decoder, tiles, payloads, out, threads, &init, &finish)?
+            } else {
+                decode_tiles(decoder, tiles, payloads, out, threads, &init, &finish)?
+            };
             return check(header, checksum::combine_digests(&digests));
         }
-        // Planes and narrowed words: decoded and checked as coded, planes joined, then
-        // turned into floats, then handed to the caller's buffer.
+        // Planes of scaled, shifted or narrowed words: decoded and checked as coded,
+        // planes joined, then turned into floats, then handed to the caller's buffer.
         if header.is_planar() && !transformed {
             let m = header.shape[0] as usize;
             if let Some(slabs) = Slabs::of(geometry, tiles, m, threads) {
@@ -496,7 +501,7 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
 /// (see [`checksum::tile_digest`]), hashed row by row as the tile is decoded. Each tile's
 /// job passes its regions of `out` through `init` first, and once the tile is decoded,
-/// each region and where it starts in `out` (in bytes) through `finish`.
+/// each region and the index of its first word in `out` through `finish`.
 fn decode_tiles<B: Send>(
     d: TileDecoder,
     tiles: &[Tile],
@@ -522,9 +527,47 @@ fn decode_tiles<B: Send>(
             pieces.iter_mut().map(|(_, p)| &mut **p).collect(),
         )?;
         for (at, piece) in pieces {
-            finish(at, piece);
+            finish(at / d.word_size, piece);
         }
         Ok(digest)
+    })
+    .into_iter()
+    .collect()
+}
+
+/// [`decode_tiles`] for narrowed words: each tile decoded into a buffer of its own,
+/// each of its regions passed through `finish` there (with the index of its first
+/// word), then widened into `out` (through `init` just before).
+fn decode_tiles_widened<B: Send>(
+    d: TileDecoder,
+    tiles: &[Tile],
+    slices: &[&[u8]],
+    out: &mut [B],
+    threads: usize,
+    init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
+    finish: &(impl Fn(usize, &mut [u8]) + Sync),
+) -> Result<Vec<u64>> {
+    let wide = 2 * d.word_size;
+    let regions = tile_regions(d.geometry, tiles, out, wide);
+    let jobs = regions
+        .into_iter()
+        .zip(tiles.iter().enumerate())
+        .zip(slices);
+    map_shared(threads, jobs.collect(), |((region, tile), payload)| {
+        let (mut coded, digest) = decode_compact(d, tile, payload);
+        if digest.is_ok() {
+            // The tile's words run through its regions in order.
+            let mut rest = &mut coded[..];
+            for (at, piece) in region {
+                let piece = init(piece);
+                let (words, tail) = std::mem::take(&mut rest).split_at_mut(piece.len() / 2);
+                finish(at / wide, words);
+                narrow::widen_into(words, piece);
+                rest = tail;
+            }
+        }
+        buffers::give(coded);
+        digest
     })
     .into_iter()
     .collect()

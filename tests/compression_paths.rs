@@ -150,7 +150,9 @@ fn check_scaled_spectra(shape: &[usize], data: &[u8]) {
 fn scaled_tiles_that_start_inside_a_scale_group_round_trip() {
     // Tiles that start inside a group of words under one scale: one scale for the whole
     // chunk of rows of 1024 words, in tiles of whole rows; and one scale per row of rows
-    // too long for one tile, cut into tiles of columns.
+    // too long for one tile, cut into tiles of columns. As float32 words, and as float64
+    // words, which are narrowed to float32 first (decoded a tile at a time, then
+    // widened).
     for (shape, scales) in [
         ([256, 1024], [0.012_3_f32; 2]),
         ([2, 300_000], [0.012_3, 0.045_6]),
@@ -166,20 +168,23 @@ fn scaled_tiles_that_start_inside_a_scale_group_round_trip() {
         } else {
             shape[1]
         };
-        for mode in [Mode::Fast, Mode::Archive] {
-            for threads in [1, 3] {
-                let mut p = params(4, &shape, mode);
-                p.threads = threads;
-                let chunk = round_trip(&data, &p);
-                let (header, at) = header(&chunk);
-                let recorded_group = u64::from_le_bytes(chunk[at..at + 8].try_into().unwrap());
-                assert_eq!(header.flags, 2, "{mode:?} {shape:?}: scaled integers");
-                assert_eq!(recorded_group, group as u64, "{mode:?} {shape:?}");
-                assert!(
-                    header.tile_sizes.len() > 1,
-                    "{mode:?} {shape:?}: {} tiles",
-                    header.tile_sizes.len()
-                );
+        for (word, data, flags) in [(4, data.clone(), 2), (8, widened(&data), 4 | 2)] {
+            for mode in [Mode::Fast, Mode::Archive] {
+                for threads in [1, 3] {
+                    let mut p = params(word, &shape, mode);
+                    p.threads = threads;
+                    let chunk = round_trip(&data, &p);
+                    let (header, at) = header(&chunk);
+                    let recorded_group = u64::from_le_bytes(chunk[at..at + 8].try_into().unwrap());
+                    let what = format!("{mode:?} {shape:?} {word}-byte words");
+                    assert_eq!(header.flags, flags, "{what}: scaled integers");
+                    assert_eq!(recorded_group, group as u64, "{what}");
+                    assert!(
+                        header.tile_sizes.len() > 1,
+                        "{what}: {} tiles",
+                        header.tile_sizes.len()
+                    );
+                }
             }
         }
     }
