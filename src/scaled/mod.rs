@@ -54,7 +54,8 @@ pub fn scaled_integers<T: Word>(data: &[u8], shape: &[usize]) -> Option<(Vec<u8>
     T::with_scratch(|words| {
         words.clear();
         words.extend(data[..len * T::BYTES].chunks_exact(T::BYTES).map(T::load));
-        let mut bytes = buffers::take(len * T::BYTES);
+        // Every byte is written before it is read: no zeroing.
+        let mut bytes = buffers::take_filled(len * T::BYTES);
         let most_unscaled = |group: usize| words.len().div_ceil(group) / MOST_UNSCALED_PART;
         let Some(scales) =
             scale::quantise_chunk_into(words, smallest, most_unscaled(smallest), &mut bytes)

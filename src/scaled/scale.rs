@@ -527,7 +527,7 @@ pub fn quantise_chunk<T: Word>(
     group: usize,
     max_unscaled: usize,
 ) -> Option<Quantised<T>> {
-    let mut bytes = Vec::new();
+    let mut bytes = vec![0; words.len() * T::BYTES];
     let scales = quantise_chunk_into(words, group, max_unscaled, &mut bytes)?;
     Some(Quantised {
         integers: bytes.chunks_exact(T::BYTES).map(T::load).collect(),
@@ -535,25 +535,33 @@ pub fn quantise_chunk<T: Word>(
     })
 }
 
-/// Appends `words` as integers (little-endian words of `T`, two's complement, or the
-/// words as they were in unscaled groups) in groups of `group` to `integers`, and
-/// returns each group's scale bits ([`UNSCALED`] for a group kept as it is), if at most
-/// `max_unscaled` groups (and not all) lack a scale. Returns early, having looked at
-/// little, when the first groups have none; `integers` then holds part of the chunk.
+/// Writes `words` as integers (little-endian words of `T`, two's complement, or the
+/// words as they were in unscaled groups) in groups of `group` to `integers`, as long
+/// as they are, and returns each group's scale bits ([`UNSCALED`] for a group kept as
+/// it is), if at most `max_unscaled` groups (and not all) lack a scale. Returns early,
+/// having looked at little, when the first groups have none; the rest of `integers`
+/// then holds what it held.
 pub fn quantise_chunk_into<T: Word>(
     words: &[T],
     group: usize,
     max_unscaled: usize,
-    integers: &mut Vec<u8>,
+    integers: &mut [u8],
 ) -> Option<Vec<u64>> {
     if group == 0 || words.is_empty() {
         return None;
     }
-    integers.reserve(words.len() * T::BYTES);
+    assert_eq!(
+        integers.len(),
+        words.len() * T::BYTES,
+        "room for every word"
+    );
     let mut scales = Vec::with_capacity(words.len().div_ceil(group));
     let mut unscaled = 0;
     let mut previous: Option<f64> = None;
-    for g in words.chunks(group) {
+    for (g, out) in words
+        .chunks(group)
+        .zip(integers.chunks_mut(group * T::BYTES))
+    {
         // Writers often keep one scale for many groups: the previous one is tried first.
         let reused = previous.filter(|&s| fits(g, s));
         let found = reused.or_else(|| find_scale(g));
@@ -568,9 +576,7 @@ pub fn quantise_chunk_into<T: Word>(
                 return None;
             }
         }
-        let at = integers.len();
-        integers.resize(at + g.len() * T::BYTES, 0);
-        scales.push(write_group(g, found, &mut integers[at..]));
+        scales.push(write_group(g, found, out));
     }
     (unscaled < scales.len()).then_some(scales)
 }
