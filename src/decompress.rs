@@ -158,7 +158,8 @@ impl<'a> Chunk<'a> {
         };
         let transformed = header.is_narrowed() || header.is_shifted() || scales.is_some();
         if !transformed && !header.is_planar() {
-            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, &|_, _| {})?;
+            let in_place = Finish::InPlace(&|_: usize, _: &mut [u8]| {});
+            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, in_place)?;
             return check(header, checksum::combine_digests(&digests));
         }
         if !header.is_planar() {
@@ -175,11 +176,12 @@ impl<'a> Chunk<'a> {
                     shift::shift_up(coded, w, u32::from(header.shift));
                 }
             };
-            let digests = if header.is_narrowed() {
-                decode_tiles_widened(decoder, tiles, payloads, out, threads, &init, &finish)?
+            let finish = if header.is_narrowed() {
+                Finish::Widened(&finish)
             } else {
-                decode_tiles(decoder, tiles, payloads, out, threads, &init, &finish)?
+                Finish::InPlace(&finish)
             };
+            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, finish)?;
             return check(header, checksum::combine_digests(&digests));
         }
         // Planes of scaled, shifted or narrowed words: decoded and checked as coded,
@@ -199,7 +201,7 @@ impl<'a> Chunk<'a> {
             &mut coded,
             threads,
             &as_bytes,
-            &|_, _| {},
+            Finish::InPlace(&|_: usize, _: &mut [u8]| {}),
         )?;
         check(header, checksum::combine_digests(&digests))?;
         if header.is_planar() {
@@ -498,20 +500,35 @@ fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) ->
     Ok(())
 }
 
+/// What becomes of a tile's decoded words, given the index of a region's first word and
+/// the region's coded words: transformed in their place in the output, or (narrowed
+/// words) in a buffer of the tile's own, then widened into the output.
+#[derive(Clone, Copy)]
+enum Finish<F> {
+    /// The words as they are decoded into the output.
+    InPlace(F),
+    /// The narrowed words of a tile's own buffer, then widened into the output.
+    Widened(F),
+}
+
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
 /// (see [`checksum::tile_digest`]), hashed row by row as the tile is decoded. Each tile's
 /// job passes its regions of `out` through `init` first, and once the tile is decoded,
-/// each region and the index of its first word in `out` through `finish`.
-fn decode_tiles<B: Send>(
+/// through `finish`.
+fn decode_tiles<B: Send, F: Fn(usize, &mut [u8]) + Sync>(
     d: TileDecoder,
     tiles: &[Tile],
     slices: &[&[u8]],
     out: &mut [B],
     threads: usize,
     init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
-    finish: &(impl Fn(usize, &mut [u8]) + Sync),
+    finish: Finish<&F>,
 ) -> Result<Vec<u64>> {
-    let regions = tile_regions(d.geometry, tiles, out, d.word_size);
+    let element = match finish {
+        Finish::InPlace(_) => d.word_size,
+        Finish::Widened(_) => 2 * d.word_size,
+    };
+    let regions = tile_regions(d.geometry, tiles, out, element);
     let jobs = regions
         .into_iter()
         .zip(tiles.iter().enumerate())
@@ -519,55 +536,33 @@ fn decode_tiles<B: Send>(
     map_shared(threads, jobs.collect(), |((region, tile), payload)| {
         let mut pieces: Vec<(usize, &mut [u8])> = region
             .into_iter()
-            .map(|(at, piece)| (at, init(piece)))
+            .map(|(at, piece)| (at / element, init(piece)))
             .collect();
-        let digest = d.decode_into(
-            payload,
-            tile,
-            pieces.iter_mut().map(|(_, p)| &mut **p).collect(),
-        )?;
-        for (at, piece) in pieces {
-            finish(at / d.word_size, piece);
-        }
-        Ok(digest)
-    })
-    .into_iter()
-    .collect()
-}
-
-/// [`decode_tiles`] for narrowed words: each tile decoded into a buffer of its own,
-/// each of its regions passed through `finish` there (with the index of its first
-/// word), then widened into `out` (through `init` just before).
-fn decode_tiles_widened<B: Send>(
-    d: TileDecoder,
-    tiles: &[Tile],
-    slices: &[&[u8]],
-    out: &mut [B],
-    threads: usize,
-    init: &(impl Fn(&mut [B]) -> &mut [u8] + Sync),
-    finish: &(impl Fn(usize, &mut [u8]) + Sync),
-) -> Result<Vec<u64>> {
-    let wide = 2 * d.word_size;
-    let regions = tile_regions(d.geometry, tiles, out, wide);
-    let jobs = regions
-        .into_iter()
-        .zip(tiles.iter().enumerate())
-        .zip(slices);
-    map_shared(threads, jobs.collect(), |((region, tile), payload)| {
-        let (mut coded, digest) = decode_compact(d, tile, payload);
-        if digest.is_ok() {
-            // The tile's words run through its regions in order.
-            let mut rest = &mut coded[..];
-            for (at, piece) in region {
-                let piece = init(piece);
-                let (words, tail) = std::mem::take(&mut rest).split_at_mut(piece.len() / 2);
-                finish(at / wide, words);
-                narrow::widen_into(words, piece);
-                rest = tail;
+        match finish {
+            Finish::InPlace(finish) => {
+                let regions = pieces.iter_mut().map(|(_, p)| &mut **p).collect();
+                let digest = d.decode_into(payload, tile, regions)?;
+                for (first_word, piece) in pieces {
+                    finish(first_word, piece);
+                }
+                Ok(digest)
+            }
+            Finish::Widened(finish) => {
+                let (mut coded, digest) = decode_compact(d, tile, payload);
+                if digest.is_ok() {
+                    // The tile's words run through its regions in order.
+                    let mut rest = &mut coded[..];
+                    for (first_word, piece) in pieces {
+                        let (words, tail) = std::mem::take(&mut rest).split_at_mut(piece.len() / 2);
+                        finish(first_word, words);
+                        narrow::widen_into(words, piece);
+                        rest = tail;
+                    }
+                }
+                buffers::give(coded);
+                digest
             }
         }
-        buffers::give(coded);
-        digest
     })
     .into_iter()
     .collect()
