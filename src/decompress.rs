@@ -157,15 +157,10 @@ impl<'a> Chunk<'a> {
             spatial: header.spatial,
         };
         let transformed = header.is_narrowed() || header.is_shifted() || scales.is_some();
-        if !transformed && !header.is_planar() {
-            let in_place = Finish::InPlace(&|_: usize, _: &mut [u8]| {});
-            let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, in_place)?;
-            return check(header, checksum::combine_digests(&digests));
-        }
         if !header.is_planar() {
-            // Scaled integers, shifted and narrowed words: each tile turned into floats
-            // as soon as it is decoded, while in cache, in its place in the output (or,
-            // narrowed, in a buffer of its own, then widened into its place). The
+            // Each tile decoded in its place in the output (or, narrowed, in a buffer of
+            // its own, then widened into its place), and scaled or shifted words turned
+            // into floats there as soon as the tile is decoded, while in cache. The
             // checksum is of the coded words, hashed as they are decoded.
             let w = decoder.word_size;
             let finish = |first_word: usize, coded: &mut [u8]| {
@@ -184,10 +179,11 @@ impl<'a> Chunk<'a> {
             let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, finish)?;
             return check(header, checksum::combine_digests(&digests));
         }
-        // Planes of scaled, shifted or narrowed words: decoded and checked as coded,
-        // planes joined, then turned into floats, then handed to the caller's buffer.
-        if header.is_planar() && !transformed {
-            let m = header.shape[0] as usize;
+        // Planes: of words as they are, a slab of tiles at a time where the tiles allow;
+        // else decoded and checked as coded, joined, then turned into floats, then handed
+        // to the caller's buffer.
+        let m = header.shape[0] as usize;
+        if !transformed {
             if let Some(slabs) = Slabs::of(geometry, tiles, m, threads) {
                 let digests = slabs.decode(decoder, tiles, payloads, out, threads, &init)?;
                 return check(header, checksum::combine_digests(&digests));
@@ -204,20 +200,17 @@ impl<'a> Chunk<'a> {
             Finish::InPlace(&|_: usize, _: &mut [u8]| {}),
         )?;
         check(header, checksum::combine_digests(&digests))?;
-        if header.is_planar() {
-            let (w, m) = (decoder.word_size, header.shape[0] as usize);
-            if !transformed {
-                join_planes(&coded, w, m, out, threads, &init);
-                buffers::give(coded);
-                return Ok(());
-            }
-            let mut joined = scratch(coded.len());
-            join_planes(&coded, w, m, &mut joined, threads, &as_bytes);
-            buffers::give(std::mem::replace(&mut coded, joined));
+        let w = decoder.word_size;
+        if !transformed {
+            join_planes(&coded, w, m, out, threads, &init);
+            buffers::give(coded);
+            return Ok(());
         }
+        let mut joined = scratch(coded.len());
+        join_planes(&coded, w, m, &mut joined, threads, &as_bytes);
+        buffers::give(std::mem::replace(&mut coded, joined));
         // Piece by piece, on every thread: the words of a piece hold whole groups of
         // scales.
-        let w = decoder.word_size;
         let group = scales.as_ref().map_or(1, |s| s.group.max(1));
         let words = ((JOIN_PIECE_BYTES / w).div_ceil(group))
             .saturating_mul(group)
