@@ -506,8 +506,9 @@ enum Finish<F> {
 
 /// Decodes every tile into `out` on `threads` threads and returns each tile's digest
 /// (see [`checksum::tile_digest`]), hashed row by row as the tile is decoded. Each tile's
-/// job passes its regions of `out` through `init` first, and once the tile is decoded,
-/// through `finish`.
+/// job passes its regions of `out` through `init` before writing them (before the tile
+/// decodes into them; widened, each just before its words are widened into it), and
+/// once the tile is decoded, its words through `finish`.
 fn decode_tiles<B: Send, F: Fn(usize, &mut [u8]) + Sync>(
     d: TileDecoder,
     tiles: &[Tile],
@@ -527,12 +528,13 @@ fn decode_tiles<B: Send, F: Fn(usize, &mut [u8]) + Sync>(
         .zip(tiles.iter().enumerate())
         .zip(slices);
     map_shared(threads, jobs.collect(), |((region, tile), payload)| {
-        let mut pieces: Vec<(usize, &mut [u8])> = region
-            .into_iter()
-            .map(|(at, piece)| (at / element, init(piece)))
-            .collect();
+        let pieces = region.into_iter().map(|(at, piece)| (at / element, piece));
         match finish {
             Finish::InPlace(finish) => {
+                // The tile decodes into its regions: each goes through `init` first.
+                let mut pieces: Vec<(usize, &mut [u8])> = pieces
+                    .map(|(first_word, piece)| (first_word, init(piece)))
+                    .collect();
                 let regions = pieces.iter_mut().map(|(_, p)| &mut **p).collect();
                 let digest = d.decode_into(payload, tile, regions)?;
                 for (first_word, piece) in pieces {
@@ -543,9 +545,11 @@ fn decode_tiles<B: Send, F: Fn(usize, &mut [u8]) + Sync>(
             Finish::Widened(finish) => {
                 let (mut coded, digest) = decode_compact(d, tile, payload);
                 if digest.is_ok() {
-                    // The tile's words run through its regions in order.
+                    // The tile's words run through its regions in order, each region
+                    // through `init` just before it is written, while in cache.
                     let mut rest = &mut coded[..];
                     for (first_word, piece) in pieces {
+                        let piece = init(piece);
                         let (words, tail) = std::mem::take(&mut rest).split_at_mut(piece.len() / 2);
                         finish(first_word, words);
                         narrow::widen_into(words, piece);
