@@ -58,7 +58,7 @@ pub fn encode_tile_into<T: Word>(
                 },
                 on_repeats: candidates.generic_on_repeats,
             };
-            let sample = sample_share(g, GENERIC_SAMPLE);
+            let sample = generic_sample(sample_share(g, GENERIC_SAMPLE), chosen.len());
             trial.run(coding, chosen, dims, sample, start, out);
         }
         if candidates.try_alternatives {
@@ -161,6 +161,19 @@ fn keep_smaller_of<T: Word>(
 /// Words of the chosen residuals a general-purpose coder is first tried on (shared out
 /// by [`sample_share`] when a chunk has several tiles).
 const GENERIC_SAMPLE: usize = 1 << 13;
+/// A tile's general-purpose sample is at most one in this many of its words ...
+const GENERIC_SAMPLE_SHARE: usize = 4;
+/// ... unless that is under this many words.
+const GENERIC_SAMPLE_LEAST: usize = 1 << 12;
+
+/// The general-purpose sample of a tile of `words` words, `shared` ([`GENERIC_SAMPLE`]
+/// shared out) at most: no more than [`GENERIC_SAMPLE_SHARE`] of a small tile, whose
+/// coding would otherwise spend a large part of its time on the trial, and not under
+/// [`GENERIC_SAMPLE_LEAST`].
+fn generic_sample(shared: usize, words: usize) -> usize {
+    shared.min((words / GENERIC_SAMPLE_SHARE).max(GENERIC_SAMPLE_LEAST))
+}
+
 /// The general-purpose coder is tried on the whole tile when its sample codes in less
 /// than this fraction (in 64ths) of the chosen coding's share.
 const GENERIC_GAIN_64THS: u64 = 56;
@@ -339,4 +352,28 @@ fn encode_with<T: Word>(coding: Coding, residuals: &[T], dims: Dims, out: &mut V
     out.reserve(max_payload_len::<T>(residuals.len()));
     coding.write_header(out);
     coding.coder.encode(residuals, dims, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_tiles_try_the_general_purpose_coder_on_a_quarter_of_their_words() {
+        // A 141 KiB chunk of complex128 (18040 words, one tile): a quarter of it.
+        assert_eq!(generic_sample(GENERIC_SAMPLE, 18_040), 4510);
+        // Tiles of at least four full samples keep the sample; the share given by
+        // several tiles stays the cap.
+        assert_eq!(
+            generic_sample(GENERIC_SAMPLE, 4 * GENERIC_SAMPLE),
+            GENERIC_SAMPLE
+        );
+        assert_eq!(
+            generic_sample(GENERIC_SAMPLE / 4, 40_000),
+            GENERIC_SAMPLE / 4
+        );
+        // Never under the floor (the trial takes at most the tile's words).
+        assert_eq!(generic_sample(GENERIC_SAMPLE, 6000), GENERIC_SAMPLE_LEAST);
+        assert_eq!(generic_sample(GENERIC_SAMPLE, 100), GENERIC_SAMPLE_LEAST);
+    }
 }
