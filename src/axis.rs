@@ -123,6 +123,18 @@ fn margin(bits: u64) -> u64 {
     bits.saturating_mul(MARGIN_64THS) / 64
 }
 
+/// Calls the method `$method::<M>` of a [`Sample`] with the map operation `M` of its
+/// `map`, so that the method's loops are compiled for that map.
+macro_rules! with_map_op {
+    ($sample:ident . $method:ident ( $($arg:expr),* )) => {
+        match $sample.map {
+            ResidualMap::Xor => $sample.$method::<XorOp>($($arg),*),
+            ResidualMap::RotateSubtract => $sample.$method::<RotateSubtractOp>($($arg),*),
+            ResidualMap::Subtract => $sample.$method::<SubtractOp>($($arg),*),
+        }
+    };
+}
+
 /// The words a chunk's estimates look at: runs of [`RUN`] words spread over it, read as
 /// the integers of `map`.
 struct Sample<'a, T: Word> {
@@ -151,14 +163,14 @@ impl<'a, T: Word> Sample<'a, T> {
         }
     }
 
-    /// The mapped integer of word `i`.
-    #[inline(always)]
+    /// The mapped integer of word `i` (for the estimates' word-by-word definitions).
+    #[cfg(test)]
     fn int(&self, i: usize) -> T {
         self.map.to_int(T::load(&self.data[i * T::BYTES..]))
     }
 
-    /// Bits of the residual of `m` against prediction `p`.
-    #[inline(always)]
+    /// Bits of the residual of `m` against prediction `p` (for the same).
+    #[cfg(test)]
     fn bits(&self, m: T, p: T) -> u64 {
         u64::from(self.map.residual(m, p).bit_length())
     }
@@ -187,13 +199,7 @@ impl<'a, T: Word> Sample<'a, T> {
     /// by their `spatial` neighbour, as the encoder's first rows may be, and count as
     /// they are where they have none.
     fn previous_bits(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
-        match self.map {
-            ResidualMap::Xor => self.previous_bits_with::<XorOp>(shape, axis, spatial),
-            ResidualMap::RotateSubtract => {
-                self.previous_bits_with::<RotateSubtractOp>(shape, axis, spatial)
-            }
-            ResidualMap::Subtract => self.previous_bits_with::<SubtractOp>(shape, axis, spatial),
-        }
+        with_map_op!(self.previous_bits_with(shape, axis, spatial))
     }
 
     /// [`Self::previous_bits`] under the map `M` (which is `self.map`): each run's words
@@ -264,38 +270,54 @@ impl<'a, T: Word> Sample<'a, T> {
     /// Lorenzo's sum of it and the neighbour's difference, each weighted by its share of
     /// the rows.
     fn estimate(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
+        with_map_op!(self.estimate_with(shape, axis, spatial))
+    }
+
+    /// [`Self::estimate`] under the map `M` (which is `self.map`): each run's words and
+    /// their three predictions gathered as integers first, then their residuals' bits
+    /// summed in one loop compiled for the CPU's widest vectors.
+    fn estimate_with<M: MapOp>(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
         let (lag, plane_len) = self.lag_and_plane(shape, axis);
         let rows = plane_len.div_ceil(lag).max(1) as u64;
-        let int = |i: usize| self.int(i);
-        let bits = |m: T, p: T| self.bits(m, p);
+        let int = |i: usize| M::to_int(T::load(&self.data[i * T::BYTES..]));
         let (mut head, mut time, mut lorenzo, mut later) = (0u64, 0u64, 0u64, 0u64);
         let run = spatial.run.max(1);
+        let mut words = [T::default(); RUN];
+        // The neighbour (zero where there is none), the previous sample and Lorenzo's
+        // prediction (the previous sample where there is no neighbour); `counted` is 1
+        // where the word has a previous sample in its plane, else 0 (its `up` and
+        // `corner` then do not count).
+        let mut left = [T::default(); RUN];
+        let mut up = [T::default(); RUN];
+        let mut corner = [T::default(); RUN];
+        let mut counted = [0u64; RUN];
         for start in self.run_starts() {
+            self.load_run::<M>(start, &mut words);
             // Positions in the spatial run and in the plane, kept without a division
             // per word.
             let (mut in_run, mut in_plane) = (start % run, start % plane_len);
-            for i in start..start + RUN {
-                let m = int(i);
+            for j in 0..RUN {
+                let i = start + j;
                 let neighbour = spatial.stride > 0 && in_run >= spatial.stride;
-                let left = if neighbour {
+                left[j] = if neighbour {
                     int(i - spatial.stride)
                 } else {
                     T::default()
                 };
-                head += bits(m, left);
                 if in_plane >= lag {
-                    let up = int(i - lag);
-                    time += bits(m, up);
+                    let previous = int(i - lag);
+                    up[j] = previous;
                     // (With a lag that is not a multiple of the run, the word a
                     // neighbour's length back may lie before the chunk.)
-                    match (i - lag).checked_sub(spatial.stride) {
+                    corner[j] = match (i - lag).checked_sub(spatial.stride) {
                         Some(back) if neighbour => {
-                            let p = up.wrapping_add(left).wrapping_sub(int(back));
-                            lorenzo += bits(m, p);
+                            previous.wrapping_add(left[j]).wrapping_sub(int(back))
                         }
-                        _ => lorenzo += bits(m, up),
-                    }
-                    later += 1;
+                        _ => previous,
+                    };
+                    counted[j] = 1;
+                } else {
+                    counted[j] = 0;
                 }
                 in_run += 1;
                 if in_run == run {
@@ -306,6 +328,25 @@ impl<'a, T: Word> Sample<'a, T> {
                     in_plane = 0;
                 }
             }
+            let bits = |m: T, p: T| u64::from(M::residual(m, p).bit_length());
+            let (h, t, l, n) = crate::isa::vectorised(
+                #[inline(always)]
+                || {
+                    let mut sums = (0u64, 0u64, 0u64, 0u64);
+                    for j in 0..RUN {
+                        let (m, c) = (words[j], counted[j]);
+                        sums.0 += bits(m, left[j]);
+                        sums.1 += c * bits(m, up[j]);
+                        sums.2 += c * bits(m, corner[j]);
+                        sums.3 += c;
+                    }
+                    sums
+                },
+            );
+            head += h;
+            time += t;
+            lorenzo += l;
+            later += n;
         }
         let per_word = |b: u64, n: u64| (b << 16) / n.max(1);
         let sampled = (self.runs * RUN) as u64;
@@ -324,41 +365,108 @@ pub fn element_axes(rank: usize, components: usize, planar: bool) -> Range<usize
 mod tests {
     use super::*;
 
-    /// The previous-sample estimate word by word, as its definition reads.
-    fn previous_bits_word_by_word<T: Word>(
+    /// The previous-sample estimate and [`Sample::estimate`] word by word, as their
+    /// definitions read.
+    fn word_by_word<T: Word>(
         sample: &Sample<T>,
         shape: &[usize],
         axis: Axis,
         spatial: Spatial,
-    ) -> u64 {
+    ) -> (u64, u64) {
         let (lag, plane_len) = sample.lag_and_plane(shape, axis);
-        let int = |i: usize| sample.map.to_int(T::load(&sample.data[i * T::BYTES..]));
+        let rows = plane_len.div_ceil(lag).max(1) as u64;
+        let int = |i: usize| sample.int(i);
+        let bits = |m: T, p: T| sample.bits(m, p);
         let (s, run) = (spatial.stride, spatial.run.max(1));
-        let mut bits = 0u64;
+        let mut previous = 0u64;
+        let (mut head, mut time, mut lorenzo, mut later) = (0u64, 0u64, 0u64, 0u64);
         for start in sample.run_starts() {
             for i in start..start + RUN {
-                let column = i % plane_len;
-                let prediction = if column >= lag {
-                    int(i - lag)
-                } else if s > 0 && column % run >= s {
-                    int(i - s)
+                let m = int(i);
+                let neighbour = s > 0 && i % run >= s;
+                let left = if neighbour { int(i - s) } else { T::default() };
+                head += bits(m, left);
+                if i % plane_len >= lag {
+                    let up = int(i - lag);
+                    previous += bits(m, up);
+                    time += bits(m, up);
+                    lorenzo += match (i - lag).checked_sub(s) {
+                        Some(back) if neighbour => {
+                            bits(m, up.wrapping_add(left).wrapping_sub(int(back)))
+                        }
+                        _ => bits(m, up),
+                    };
+                    later += 1;
                 } else {
-                    sample.map.to_int(T::default())
-                };
-                bits += u64::from(sample.map.residual(int(i), prediction).bit_length());
+                    // The plane's first row: the neighbour in its row, else the mapped
+                    // zero.
+                    let column = i % plane_len;
+                    let zero = sample.map.to_int(T::default());
+                    let p = if s > 0 && column % run >= s {
+                        int(i - s)
+                    } else {
+                        zero
+                    };
+                    previous += bits(m, p);
+                }
             }
         }
-        bits
+        let per_word = |b: u64, n: u64| (b << 16) / n.max(1);
+        let sampled = (sample.runs * RUN) as u64;
+        let estimate =
+            per_word(head, sampled) / rows + per_word(time.min(lorenzo), later) * (rows - 1) / rows;
+        (previous, estimate)
+    }
+
+    /// 2^15 words of 8 bytes whose bit lengths vary from word to word.
+    fn mixed_words() -> Vec<u8> {
+        (0..1u64 << 15)
+            .flat_map(|i| ((i * 2654435761) >> (i % 29)).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn the_spatial_estimate_is_its_definition() {
+        // Strides within and across runs, runs of several words and of a whole row,
+        // lags that are and are not multiples of the run, under every map.
+        let data = mixed_words();
+        let shapes: [&[usize]; 3] = [&[8, 64, 64], &[2, 16384], &[4, 2, 4096]];
+        for shape in shapes {
+            for map in ResidualMap::ALL {
+                for (most, share) in [(SPATIAL_SAMPLE_WORDS, SPATIAL_SAMPLE_SHARE), (1 << 15, 1)] {
+                    let sample = Sample::<u64>::new(&data, map, most, share);
+                    for time_axis in 0..shape.len() {
+                        for lag in [0, 1, 300, 5000] {
+                            let axis = Axis { time_axis, lag };
+                            let spatials = [
+                                Spatial::default(),
+                                Spatial::of_shape(shape, time_axis, 1),
+                                Spatial { stride: 1, run: 4 },
+                                Spatial { stride: 3, run: 64 },
+                                Spatial {
+                                    stride: 16,
+                                    run: 40,
+                                },
+                            ];
+                            for spatial in spatials {
+                                assert_eq!(
+                                    sample.estimate(shape, axis, spatial),
+                                    word_by_word(&sample, shape, axis, spatial).1,
+                                    "{shape:?} {map:?} {axis:?} {spatial:?}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
     fn the_previous_sample_estimate_is_its_definition() {
         // Lags shorter and longer than a run, planes shorter and longer than one, runs
         // that start before their plane's first lag, under every map.
-        let words = 1usize << 15;
-        let data: Vec<u8> = (0..words as u64)
-            .flat_map(|i| ((i * 2654435761) >> (i % 29)).to_le_bytes())
-            .collect();
+        let data = mixed_words();
         let shapes: [&[usize]; 4] = [&[8, 64, 64], &[2, 16384], &[32768], &[4, 2, 4096]];
         for shape in shapes {
             for map in ResidualMap::ALL {
@@ -371,7 +479,7 @@ mod tests {
                             for spatial in [Spatial::default(), spatial] {
                                 assert_eq!(
                                     sample.previous_bits(shape, axis, spatial),
-                                    previous_bits_word_by_word(&sample, shape, axis, spatial),
+                                    word_by_word(&sample, shape, axis, spatial).0,
                                     "{shape:?} {map:?} {axis:?} {spatial:?}"
                                 );
                             }
