@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use crate::layout::{checked_product, Spatial};
-use crate::predict::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
+use crate::predict::residual::{by_map, MapOp, ResidualMap};
 use crate::word::Word;
 
 /// Words sampled per candidate axis: runs of [`RUN`] words spread over the chunk.
@@ -123,18 +123,6 @@ fn margin(bits: u64) -> u64 {
     bits.saturating_mul(MARGIN_64THS) / 64
 }
 
-/// Calls the method `$method::<M>` of a [`Sample`] with the map operation `M` of its
-/// `map`, so that the method's loops are compiled for that map.
-macro_rules! with_map_op {
-    ($sample:ident . $method:ident ( $($arg:expr),* )) => {
-        match $sample.map {
-            ResidualMap::Xor => $sample.$method::<XorOp>($($arg),*),
-            ResidualMap::RotateSubtract => $sample.$method::<RotateSubtractOp>($($arg),*),
-            ResidualMap::Subtract => $sample.$method::<SubtractOp>($($arg),*),
-        }
-    };
-}
-
 /// The words a chunk's estimates look at: runs of [`RUN`] words spread over it, read as
 /// the integers of `map`.
 struct Sample<'a, T: Word> {
@@ -199,7 +187,7 @@ impl<'a, T: Word> Sample<'a, T> {
     /// by their `spatial` neighbour, as the encoder's first rows may be, and count as
     /// they are where they have none.
     fn previous_bits(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
-        with_map_op!(self.previous_bits_with(shape, axis, spatial))
+        by_map!(self.map, M => self.previous_bits_with::<M>(shape, axis, spatial))
     }
 
     /// [`Self::previous_bits`] under the map `M` (which is `self.map`): each run's words
@@ -270,7 +258,7 @@ impl<'a, T: Word> Sample<'a, T> {
     /// Lorenzo's sum of it and the neighbour's difference, each weighted by its share of
     /// the rows.
     fn estimate(&self, shape: &[usize], axis: Axis, spatial: Spatial) -> u64 {
-        with_map_op!(self.estimate_with(shape, axis, spatial))
+        by_map!(self.map, M => self.estimate_with::<M>(shape, axis, spatial))
     }
 
     /// [`Self::estimate`] under the map `M` (which is `self.map`): each run's words and

@@ -133,6 +133,28 @@ map_op!(XorOp, ResidualMap::Xor);
 map_op!(RotateSubtractOp, ResidualMap::RotateSubtract);
 map_op!(SubtractOp, ResidualMap::Subtract);
 
+/// Evaluates `$body` with `$op` naming the [`MapOp`] type of the residual map `$map`, so
+/// that the loops in `$body` are compiled once per map with no branch on it.
+macro_rules! by_map {
+    ($map:expr, $op:ident => $body:expr) => {
+        match $map {
+            $crate::predict::residual::ResidualMap::Xor => {
+                type $op = $crate::predict::residual::XorOp;
+                $body
+            }
+            $crate::predict::residual::ResidualMap::RotateSubtract => {
+                type $op = $crate::predict::residual::RotateSubtractOp;
+                $body
+            }
+            $crate::predict::residual::ResidualMap::Subtract => {
+                type $op = $crate::predict::residual::SubtractOp;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use by_map;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use crate::checksum::RowDigest;
 use crate::error::{Error, Result};
 use crate::layout::{Dims, Geometry, Spatial, Tile};
-use crate::predict::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
+use crate::predict::residual::{by_map, MapOp};
 use crate::predict::{flat, RowPredictor};
 use crate::word::Word;
 
@@ -86,13 +86,7 @@ pub fn decode_tile<T: Word>(
         // The restore loops compiled for the CPU's widest vectors.
         crate::isa::vectorised(
             #[inline(always)]
-            || match coding.map {
-                ResidualMap::Xor => restore_with::<T, XorOp>(args, rows, &mut digest),
-                ResidualMap::RotateSubtract => {
-                    restore_with::<T, RotateSubtractOp>(args, rows, &mut digest)
-                }
-                ResidualMap::Subtract => restore_with::<T, SubtractOp>(args, rows, &mut digest),
-            },
+            || by_map!(coding.map, M => restore_with::<T, M>(args, rows, &mut digest)),
         );
         Ok(digest.finish())
     })

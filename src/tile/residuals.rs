@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::layout::{Geometry, Spatial, Tile};
-use crate::predict::residual::{MapOp, ResidualMap, RotateSubtractOp, SubtractOp, XorOp};
+use crate::predict::residual::{by_map, MapOp};
 use crate::predict::{flat, RowPredictor};
 use crate::word::Word;
 
@@ -37,11 +37,7 @@ pub(super) fn residuals_into<T: Word>(
 ) {
     out.clear();
     let args = (src, g, tile, coding, spatial, cols);
-    match coding.map {
-        ResidualMap::Xor => residuals_with::<T, XorOp>(args, out),
-        ResidualMap::RotateSubtract => residuals_with::<T, RotateSubtractOp>(args, out),
-        ResidualMap::Subtract => residuals_with::<T, SubtractOp>(args, out),
-    }
+    by_map!(coding.map, M => residuals_with::<T, M>(args, out))
 }
 
 type EncodeArgs<'a> = (
