@@ -10,6 +10,7 @@ from it, from ``dtype=``, or from ``out=``.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="a
         raise ValueError(
             f"karoo: time_axis {options.time_axis} is out of range for an array of rank {array.ndim}"
         )
-    plane = int(np.prod(shape[options.time_axis:]))
+    plane = math.prod(shape[options.time_axis:])
     if options.lag > plane:
         raise ValueError(
             f"karoo: lag {options.lag} exceeds the {plane} elements of one step along the time axis"
@@ -115,7 +116,7 @@ def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tupl
         raise ValueError(f"karoo: a chunk of {nbytes} bytes is not a whole number of {dtype} elements")
     if per > 1 and len(words) > 1 and words[-1] == per:
         words = words[:-1]
-    if int(np.prod(words)) == count:
+    if math.prod(words) == count:
         return words
     return (count,)
 

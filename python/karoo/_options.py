@@ -6,6 +6,7 @@ The five user cd_values (see the plugin's cd_values table):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 MODES = {"fast": 0, "archive": 1}
@@ -97,20 +98,17 @@ class Options:
     @classmethod
     def make(cls, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
              time_axis=0, lag=0) -> Options:
-        """Checks every option and normalises names; raises ValueError/TypeError naming karoo."""
-        ids = (
-            _name(MODES, mode, "mode"),
-            _name(PREDICTORS, predictor, "predictor"),
-            _name(RESIDUAL_MAPS, residual_map, "residual map"),
-            _name(CODERS, coder, "coder"),
-        )
-        names = [
-            _by_id(table, i, what, 0)
-            for table, i, what in zip((MODES, PREDICTORS, RESIDUAL_MAPS, CODERS), ids,
-                                      ("mode", "predictor", "residual map", "coder"))
-        ]
-        return cls(*names, _count(threads, "threads", MAX_THREADS), _count(time_axis, "time_axis"),
-                   _count(lag, "lag"))
+        """Checks every option and normalises names; raises ValueError/TypeError naming karoo.
+
+        Options are immutable, so one checked set serves every later call with the same
+        arguments (of the same types: ``threads=True`` is still an error after ``threads=1``).
+        """
+        args = (cls, mode, predictor, residual_map, coder, threads, time_axis, lag)
+        try:
+            return _checked(*args)
+        except TypeError:
+            # An unhashable argument: checked uncached (and rejected with karoo's message).
+            return _check(*args)
 
     @property
     def ids(self) -> tuple[int, int, int, int]:
@@ -153,3 +151,24 @@ class Options:
             "time_axis": self.time_axis,
             "lag": self.lag,
         }
+
+
+def _check(cls, mode, predictor, residual_map, coder, threads, time_axis, lag) -> Options:
+    """The checks of :meth:`Options.make`."""
+    ids = (
+        _name(MODES, mode, "mode"),
+        _name(PREDICTORS, predictor, "predictor"),
+        _name(RESIDUAL_MAPS, residual_map, "residual map"),
+        _name(CODERS, coder, "coder"),
+    )
+    names = [
+        _by_id(table, i, what, 0)
+        for table, i, what in zip((MODES, PREDICTORS, RESIDUAL_MAPS, CODERS), ids,
+                                  ("mode", "predictor", "residual map", "coder"))
+    ]
+    return cls(*names, _count(threads, "threads", MAX_THREADS), _count(time_axis, "time_axis"),
+               _count(lag, "lag"))
+
+
+# Compressing a small chunk took as long to check its options as to call the codec.
+_checked = functools.lru_cache(maxsize=256, typed=True)(_check)

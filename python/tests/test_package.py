@@ -109,6 +109,20 @@ def test_bad_options_are_refused_in_python(kwargs, error, message):
     assert str(caught.value).startswith(message)
 
 
+def test_checked_options_are_reused_only_for_equal_arguments_of_equal_types():
+    first = karoo.Karoo(threads=1, time_axis=0)
+    assert karoo.Karoo(threads=1, time_axis=0) == first
+    # Equal and of equal hash to 1 and 0, but not integers karoo accepts.
+    with pytest.raises(TypeError, match="karoo: threads must be an integer, not bool"):
+        karoo.compress(np.zeros(8, np.float32), threads=True)
+    with pytest.raises(TypeError, match="karoo: time_axis must be an integer, not float"):
+        karoo.compress(np.zeros(8, np.float32), time_axis=0.0)
+    # An unhashable argument is checked too.
+    with pytest.raises(ValueError, match="karoo: unknown mode \\['fast'\\]"):
+        karoo.compress(np.zeros(8, np.float32), mode=["fast"])
+    assert karoo.compress(np.zeros(8, np.float32), threads=np.int64(1)).dtype == np.float32
+
+
 def test_options_are_rebuilt_from_stored_cd_values(tmp_path):
     written = karoo.Karoo(mode="archive", predictor="mean4", threads=3, time_axis=1, lag=0)
     data = visibilities((8, 30, 4), "c16")
