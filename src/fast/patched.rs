@@ -177,7 +177,10 @@ fn choose<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Choice {
         }
         None => {
             let mut above = [0u32; 64];
-            let (narrowest, widest) = survey(group, &mut above);
+            let (narrowest, widest) = match wide_words(group, simd) {
+                Some((kernels, words)) => kernels.survey_wide(words, &mut above),
+                None => survey(group, &mut above),
+            };
             smallest::<T>(&above, narrowest, widest, m)
         }
     }
@@ -287,6 +290,27 @@ fn simd_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &
     Some((kernels, words))
 }
 
+/// `group` as 64-bit words for the kernels' survey, when they run (`simd`) and it is a
+/// whole group of them.
+#[inline(always)]
+fn wide_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &[u64; GROUP])> {
+    let kernels = simd?;
+    let full: &[T; GROUP] = group.try_into().ok()?;
+    let words = (full as &dyn std::any::Any).downcast_ref::<[u64; GROUP]>()?;
+    Some((kernels, words))
+}
+
+/// The kernels the encoder runs for words of type `T` where there are none for 32-bit
+/// words: AVX-512's survey of whole groups of 64-bit words (see
+/// [`Kernels::survey_wide`]), on a CPU that has it.
+fn wide_kernels_for<T: Word>() -> Option<Avx512> {
+    if T::BITS == 64 {
+        Avx512::detect()
+    } else {
+        None
+    }
+}
+
 /// The AVX2 kernels, when the encoder and decoder run them for words of type `T`.
 fn kernels_for<T: Word>() -> Option<Avx2> {
     if T::BITS == 32 {
@@ -333,11 +357,18 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
             || encode_with(values, out, Some(avx2)),
         ),
         // The portable loops (64-bit words, or no AVX2), compiled for the CPU's widest
-        // vectors and its bit-counting instructions.
-        Isa::Portable => crate::isa::vectorised(
-            #[inline(always)]
-            || encode_with(values, out, None::<Avx2>),
-        ),
+        // vectors and its bit-counting instructions; for 64-bit words, with AVX-512's
+        // survey where the CPU has it.
+        Isa::Portable => match wide_kernels_for::<T>() {
+            Some(avx512) => crate::isa::vectorised(
+                #[inline(always)]
+                || encode_with(values, out, Some(avx512)),
+            ),
+            None => crate::isa::vectorised(
+                #[inline(always)]
+                || encode_with(values, out, None::<Avx2>),
+            ),
+        },
     }
 }
 
@@ -424,7 +455,16 @@ fn encode_group<T: Word, K: Kernels>(
                 .expect("32-bit words");
             u64::from(kernels.gather_longer(words, b, high))
         }
-        None => gather_longer(group, b, &mut highs),
+        None => match wide_words(group, simd) {
+            Some((kernels, words)) => {
+                // `wide_words` found `T` to be `u64`.
+                let high = (&mut highs as &mut dyn std::any::Any)
+                    .downcast_mut::<[u64; GROUP]>()
+                    .expect("64-bit words");
+                u64::from(kernels.gather_longer_wide(words, b, high))
+            }
+            None => gather_longer(group, b, &mut highs),
+        },
     };
     let mut at = at;
     if list {
@@ -474,12 +514,13 @@ fn pack_whole_group(values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
 /// `buf`; the bytes they take (up to 16 bytes after them may be overwritten).
 #[inline(always)]
 fn pack_highs<T: Word>(highs: &[T; GROUP], k: usize, e: u32, buf: &mut [u8]) -> usize {
-    if T::BITS > 32 {
-        return pack_dispatch(&highs[..k], e, buf);
-    }
     // Whole blocks of 8: the zeros after the `k`th pad the last byte.
     let blocks = k.div_ceil(8);
-    by_width!(T::BITS, e, w => pack_blocks::<T>(highs, blocks, w, buf));
+    if T::BITS > 32 {
+        by_width!(T::BITS, e, w => pack_wide_blocks::<T>(highs, blocks, w, buf));
+    } else {
+        by_width!(T::BITS, e, w => pack_blocks::<T>(highs, blocks, w, buf));
+    }
     (k * e as usize).div_ceil(8)
 }
 
@@ -510,19 +551,19 @@ fn pack_dispatch<T: Word>(group: &[T], b: u32, buf: &mut [u8]) -> usize {
         Ok(full) if T::BITS <= 32 => {
             by_width!(T::BITS, b, k => pack_blocks::<T>(full, GROUP / 8, k, buf))
         }
-        Ok(full) => by_width!(T::BITS, b, k => pack_wide_blocks::<T>(full, k, buf)),
+        Ok(full) => by_width!(T::BITS, b, k => pack_wide_blocks::<T>(full, GROUP / 8, k, buf)),
         _ => by_width!(T::BITS, b, k => pack::<T>(group, k, buf)),
     }
 }
 
-/// [`pack`] for a whole group of words wider than 32 bits, by blocks of 8 values (`b`
-/// bytes each) coded with a 128-bit accumulator whose stores fall at the same values in
-/// every block: with `b` constant the loop unrolls with no branch per value. Up to 8
-/// bytes after the fields may be overwritten.
+/// [`pack`] for the first `blocks` blocks of 8 values of a group of words wider than 32
+/// bits (`b` bytes each), coded with a 128-bit accumulator whose stores fall at the same
+/// values in every block: with `b` constant the loop unrolls with no branch per value.
+/// Up to 8 bytes after the fields may be overwritten.
 #[inline(always)]
-fn pack_wide_blocks<T: Word>(group: &[T; GROUP], b: u32, buf: &mut [u8]) -> usize {
+fn pack_wide_blocks<T: Word>(group: &[T; GROUP], blocks: usize, b: u32, buf: &mut [u8]) -> usize {
     let mask = low_mask(b);
-    for (j, block) in group.chunks_exact(8).enumerate() {
+    for (j, block) in group.chunks_exact(8).enumerate().take(blocks) {
         let mut at = j * b as usize;
         let (mut acc, mut filled) = (0u128, 0u32);
         for &v in block {
@@ -538,7 +579,7 @@ fn pack_wide_blocks<T: Word>(group: &[T; GROUP], b: u32, buf: &mut [u8]) -> usiz
         // The block ends on a byte boundary: the rest of its last bytes.
         buf[at..at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
     }
-    GROUP * b as usize / 8
+    blocks * b as usize
 }
 
 /// [`pack`] for the first `blocks` blocks of 8 values of a group of words of up to 32
@@ -662,6 +703,18 @@ trait Kernels: Copy {
     /// `unpack_reads(width)` bytes.
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]);
 
+    /// [`survey`] of a whole group of 64-bit words (writing at least the counts of the
+    /// widths between the narrowest and the widest value).
+    fn survey_wide(self, values: &[u64; GROUP], above: &mut [u32; 64]) -> (u32, u32) {
+        survey(values, above)
+    }
+
+    /// [`gather_longer`] of a whole group of 64-bit words (`b < 64`), into `high` of
+    /// zeros; the bitmap.
+    fn gather_longer_wide(self, values: &[u64; GROUP], b: u32, high: &mut [u64; GROUP]) -> u32 {
+        gather_longer(values, b, high) as u32
+    }
+
     /// ORs `high[j] << b` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for the
     /// first `k = bitmap.count_ones()` values of `high`; whether those are all nonzero
     /// and the widest is exactly `e` bits long.
@@ -733,6 +786,16 @@ impl Kernels for Avx512 {
     #[inline(always)]
     fn unpack(self, src: &[u8], width: u32, out: &mut [u32; GROUP]) {
         Avx512::unpack(self, src, width, out);
+    }
+
+    #[inline(always)]
+    fn survey_wide(self, values: &[u64; GROUP], above: &mut [u32; 64]) -> (u32, u32) {
+        Avx512::survey_wide(self, values, above)
+    }
+
+    #[inline(always)]
+    fn gather_longer_wide(self, values: &[u64; GROUP], b: u32, high: &mut [u64; GROUP]) -> u32 {
+        Avx512::gather_longer_wide(self, values, b, high)
     }
 
     #[inline(always)]
@@ -1167,10 +1230,16 @@ pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
             #[inline(always)]
             || estimate_with(values, Some(avx2)),
         ),
-        Isa::Portable => crate::isa::vectorised(
-            #[inline(always)]
-            || estimate_with(values, None::<Avx2>),
-        ),
+        Isa::Portable => match wide_kernels_for::<T>() {
+            Some(avx512) => crate::isa::vectorised(
+                #[inline(always)]
+                || estimate_with(values, Some(avx512)),
+            ),
+            None => crate::isa::vectorised(
+                #[inline(always)]
+                || estimate_with(values, None::<Avx2>),
+            ),
+        },
     }
 }
 
@@ -1241,6 +1310,91 @@ mod tests {
         assert_eq!(encoded(&wide), groups);
     }
 
+    /// The survey by its definition: the narrowest and widest bit lengths, and for each
+    /// width between them the values longer than it.
+    fn survey_by_definition<T: Word>(group: &[T]) -> (u32, u32, Vec<u32>) {
+        let lengths: Vec<u32> = group.iter().map(|v| v.bit_length()).collect();
+        let (narrowest, widest) = (lengths.iter().min().copied(), lengths.iter().max().copied());
+        let (narrowest, widest) = (narrowest.unwrap_or(0), widest.unwrap_or(0));
+        if widest == 0 {
+            return (0, 0, Vec::new());
+        }
+        let above = (narrowest..widest)
+            .map(|b| lengths.iter().filter(|&&n| n > b).count() as u32)
+            .collect();
+        (narrowest, widest, above)
+    }
+
+    fn check_survey<T: Word>(group: &[T]) {
+        // Entries outside the range are left as they were.
+        let mut above = [u32::MAX; 64];
+        let (narrowest, widest) = survey(group, &mut above);
+        let (n, w, expected) = survey_by_definition(group);
+        assert_eq!((narrowest, widest), (n, w), "{group:?}");
+        let range = narrowest as usize..widest as usize;
+        assert_eq!(above[range.clone()], expected[..], "{group:?}");
+        assert!(above[..range.start].iter().all(|&a| a == u32::MAX));
+        assert!(above[range.end..].iter().all(|&a| a == u32::MAX));
+    }
+
+    #[test]
+    fn the_survey_counts_the_values_longer_than_each_width() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(19);
+        for len in [1, 2, 7, 31, 32] {
+            for _ in 0..200 {
+                // Values of every bit length, zeros and the widest included.
+                let wide: Vec<u64> = (0..len)
+                    .map(|_| {
+                        let v = rng.gen::<u64>() >> rng.gen_range(0..64);
+                        if rng.gen_ratio(1, 8) {
+                            0
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                check_survey(&wide);
+                check_survey(&wide.iter().map(|&v| v as u32).collect::<Vec<_>>());
+                check_survey(&wide.iter().map(|&v| v as u16).collect::<Vec<_>>());
+                check_survey(&wide.iter().map(|&v| v as u8).collect::<Vec<_>>());
+            }
+        }
+        check_survey(&[u64::MAX; 32]);
+        check_survey(&[0u64; 32]);
+        check_survey(&[1u8; 32]);
+    }
+
+    /// 64-bit words coded with AVX-512's survey, where the CPU has it, code as the
+    /// portable loops code them.
+    #[test]
+    fn the_wide_survey_codes_as_the_portable_loops() {
+        use rand::{Rng, SeedableRng};
+        let Some(avx512) = wide_kernels_for::<u64>() else {
+            return;
+        };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(43);
+        let values: Vec<u64> = (0..32 * 500 + 9)
+            .map(|i| match i % 5 {
+                0 => 0,
+                1 => rng.gen::<u64>(),
+                _ => rng.gen::<u64>() >> (20 + i % 30),
+            })
+            .collect();
+        // One inlined coder per frame: unoptimised, the coder's frame is large.
+        #[inline(never)]
+        fn coded<K: Kernels>(values: &[u64], simd: Option<K>) -> (Vec<u8>, u64) {
+            let mut out = Vec::new();
+            encode_with(values, &mut out, simd);
+            (out, estimate_with(values, simd))
+        }
+        let (by_kernel, kernel_bits) = coded(&values, Some(avx512));
+        let (portable, portable_bits) = coded(&values, None::<Avx2>);
+        assert_eq!(by_kernel, portable);
+        assert_eq!(kernel_bits, portable_bits);
+        assert_eq!(encoded(&values), portable);
+    }
+
     #[test]
     fn uniform_widths_need_no_exceptions() {
         let values: Vec<u32> = (0..32).map(|i| 4 + i % 4).collect();
@@ -1301,9 +1455,18 @@ mod tests {
             let group: [u64; GROUP] = std::array::from_fn(|_| rng.gen::<u64>());
             let (mut blocks, mut values) =
                 (vec![0xAAu8; 8 * GROUP + 16], vec![0x55u8; 8 * GROUP + 16]);
-            let len = pack_wide_blocks(&group, b, &mut blocks);
+            let len = pack_wide_blocks(&group, GROUP / 8, b, &mut blocks);
             assert_eq!(len, pack(&group, b, &mut values), "width {b}");
             assert_eq!(blocks[..len], values[..len], "width {b}");
+            // The first `k` values of a group of zeros after them (as exceptions' high
+            // parts are packed), in the blocks that hold them.
+            for k in [1, 7, 8, 9, 20, 31] {
+                let mut first = group;
+                first[k..].fill(0);
+                let len = pack(&first[..k], b, &mut values);
+                pack_wide_blocks(&first, k.div_ceil(8), b, &mut blocks);
+                assert_eq!(blocks[..len], values[..len], "{k} values of width {b}");
+            }
         }
     }
 

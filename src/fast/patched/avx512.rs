@@ -3,7 +3,8 @@
 //! fields, and moving packed exception high parts to their positions with `vpexpandd`.
 //! For the encoder: choosing a group's layout from the exception counts of all 32
 //! widths at once (a bit-matrix transposition and popcounts), and gathering the
-//! exceptions' high parts with `vpcompressd`.
+//! exceptions' high parts with `vpcompressd`; for groups of 64-bit words, their
+//! exception counts at all 64 widths by the same transposition ([`Avx512::survey_wide`]).
 //!
 //! They produce exactly what the portable loops in [`super`] and the AVX2
 //! kernels produce (tests compare them); the coder runs them for whole groups when
@@ -162,6 +163,22 @@ static ROWS: [u8; 64] = {
     rows
 };
 
+/// `vpermb` control gathering byte `k` of 8 64-bit words into qword `k`: byte `8 k + v`
+/// of the result is byte `k` of word `v`, for [`Avx512::survey_wide`].
+static WORD_BYTES: [u8; 64] = {
+    let mut control = [0u8; 64];
+    let mut k = 0;
+    while k < 8 {
+        let mut v = 0;
+        while v < 8 {
+            control[8 * k + v] = (8 * v + k) as u8;
+            v += 1;
+        }
+        k += 1;
+    }
+    control
+};
+
 /// Proof that the CPU runs these kernels (AVX-512 F, BW, CD, VBMI, VBMI2 and
 /// VPOPCNTDQ, GFNI, AVX2 and POPCNT, detected at run time): only [`Avx512::detect`]
 /// makes one.
@@ -218,6 +235,29 @@ impl Avx512 {
         unsafe { x86::choose(values) }
     }
 
+    /// The bit lengths of the narrowest and the widest of a whole group of 64-bit words,
+    /// and in `above[b]`, for every width `b` (0 to 63), how many of them are longer than
+    /// `b` bits: what the portable survey counts for the widths between the two, from
+    /// the values' thermometer codes transposed as a 32 x 64 bit matrix, eight 8 x 8
+    /// blocks at a time, whose columns' popcounts are the counts.
+    #[inline]
+    pub fn survey_wide(self, values: &[u64; GROUP], above: &mut [u32; 64]) -> (u32, u32) {
+        // SAFETY: the features are present (`self` proves it); the kernel reads `values`
+        // and its own table and writes `above` within their lengths.
+        unsafe { x86::survey_wide(values, above) }
+    }
+
+    /// The bitmap of `values` longer than `b < 64` bits (bit `i` for value `i`), and
+    /// their high parts `value >> b` in position order at the start of `high`, followed
+    /// by zeros (where `high` held zeros), as the portable loop gathers them.
+    #[inline]
+    pub fn gather_longer_wide(self, values: &[u64; GROUP], b: u32, high: &mut [u64; GROUP]) -> u32 {
+        assert!(b < 64);
+        // SAFETY: the features are present (`self` proves it); the kernel reads `values`
+        // and writes `high` within their 32 values.
+        unsafe { x86::gather_longer_wide(values, b, high) }
+    }
+
     /// The bitmap of `values` longer than `b < 32` bits (bit `i` for value `i`), and
     /// their high parts `value >> b` in position order at the start of `high`, followed
     /// by zeros (where `high` held zeros), as `Avx2::gather_longer`.
@@ -259,7 +299,7 @@ impl Avx512 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GroupLayout, BLOCKS, GROUP, HALVES, PACKINGS, ROWS};
+    use super::{GroupLayout, BLOCKS, GROUP, HALVES, PACKINGS, ROWS, WORD_BYTES};
 
     /// # Safety
     ///
@@ -479,6 +519,60 @@ mod x86 {
         4 * width as usize
     }
 
+    /// See [`super::Avx512::survey_wide`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F, BW, CD and VBMI and GFNI must be present.
+    #[target_feature(enable = "avx512f,avx512bw,avx512cd,avx512vbmi,gfni")]
+    #[inline]
+    pub unsafe fn survey_wide(values: &[u64; GROUP], above: &mut [u32; 64]) -> (u32, u32) {
+        let p = values.as_ptr();
+        // SAFETY: the table is a 64-byte array.
+        let word_bytes = unsafe { _mm512_loadu_si512(WORD_BYTES.as_ptr().cast()) };
+        let units = _mm512_set1_epi64(0x8040_2010_0804_0201_u64 as i64);
+        // Popcounts of nibbles, for those of bytes.
+        let nibble_counts = _mm512_broadcast_i32x4(_mm_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+        ));
+        let low_nibbles = _mm512_set1_epi8(0x0f);
+        let ones = _mm512_set1_epi64(-1);
+        // Byte `b` counts the values longer than `b` bits.
+        let mut longer = _mm512_setzero_si512();
+        for eighth in 0..GROUP / 8 {
+            // SAFETY: `values` holds 32 words: four vectors of 8.
+            let v = unsafe { _mm512_loadu_si512(p.add(8 * eighth).cast()) };
+            // Thermometer codes: bit `b` set when the value is longer than `b` bits.
+            let thermometers = _mm512_srlv_epi64(ones, _mm512_lzcnt_epi64(v));
+            // Qword `k`: byte `k` of each of the 8 codes; transposed, its byte `j` holds
+            // bit `8 k + j` of each (in reverse order, which a count ignores).
+            let blocks = _mm512_permutexvar_epi8(word_bytes, thermometers);
+            let columns = _mm512_gf2p8affine_epi64_epi8::<0>(units, blocks);
+            let low = _mm512_shuffle_epi8(nibble_counts, _mm512_and_si512(columns, low_nibbles));
+            let high = _mm512_shuffle_epi8(
+                nibble_counts,
+                _mm512_and_si512(_mm512_srli_epi16::<4>(columns), low_nibbles),
+            );
+            longer = _mm512_add_epi8(longer, _mm512_add_epi8(low, high));
+        }
+        // The counts only fall with the width: positive below the widest value's length,
+        // all 32 below the narrowest's.
+        let widest = _mm512_test_epi8_mask(longer, longer).count_ones();
+        let narrowest = _mm512_cmpeq_epi8_mask(longer, _mm512_set1_epi8(GROUP as i8)).count_ones();
+        let o = above.as_mut_ptr();
+        let lanes = [
+            _mm512_extracti32x4_epi32::<0>(longer),
+            _mm512_extracti32x4_epi32::<1>(longer),
+            _mm512_extracti32x4_epi32::<2>(longer),
+            _mm512_extracti32x4_epi32::<3>(longer),
+        ];
+        for (quarter, lane) in lanes.into_iter().enumerate() {
+            // SAFETY: `above` holds 64 counts: four vectors of 16.
+            unsafe { _mm512_storeu_si512(o.add(16 * quarter).cast(), _mm512_cvtepu8_epi32(lane)) };
+        }
+        (narrowest, widest)
+    }
+
     /// See [`super::Avx512::gather_longer`].
     ///
     /// # Safety
@@ -511,6 +605,40 @@ mod x86 {
             );
         }
         u32::from(m0) | u32::from(m1) << 16
+    }
+
+    /// See [`super::Avx512::gather_longer_wide`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F must be present and `b < 64`.
+    #[target_feature(enable = "avx512f,popcnt")]
+    #[inline]
+    pub unsafe fn gather_longer_wide(
+        values: &[u64; GROUP],
+        b: u32,
+        high: &mut [u64; GROUP],
+    ) -> u32 {
+        let (p, o) = (values.as_ptr(), high.as_mut_ptr());
+        let count = _mm_cvtsi32_si128(b as i32);
+        let (mut bitmap, mut gathered) = (0u32, 0usize);
+        for eighth in 0..GROUP / 8 {
+            // SAFETY: `values` holds 32 words: four vectors of 8.
+            let v = unsafe { _mm512_loadu_si512(p.add(8 * eighth).cast()) };
+            let shifted = _mm512_srl_epi64(v, count);
+            let longer = _mm512_test_epi64_mask(shifted, shifted);
+            // SAFETY: at most `8 * eighth` parts were gathered before, so the store of 8
+            // ends within `high`'s 32; its lanes past the gathered ones are zeros.
+            unsafe {
+                _mm512_storeu_si512(
+                    o.add(gathered).cast(),
+                    _mm512_maskz_compress_epi64(longer, shifted),
+                );
+            }
+            gathered += longer.count_ones() as usize;
+            bitmap |= u32::from(longer) << (8 * eighth);
+        }
+        bitmap
     }
 
     /// See [`super::Avx512::expand_checked`].
@@ -716,6 +844,69 @@ mod tests {
             with_exceptions > 1000,
             "the groups test exceptions: {with_exceptions}"
         );
+    }
+
+    /// Groups of 64-bit words of every bit length, with zeros, and uniform groups.
+    fn wide_groups() -> Vec<[u64; GROUP]> {
+        let mut rng = SmallRng::seed_from_u64(41);
+        let mut groups: Vec<[u64; GROUP]> = (0..4000)
+            .map(|case| {
+                // Some groups of close lengths (few exceptions), some of any.
+                let spread = if case % 2 == 0 { 64 } else { 3 };
+                let base = rng.gen_range(0..64);
+                std::array::from_fn(|_| {
+                    let shift = (base + rng.gen_range(0..spread)) % 64;
+                    let v = rng.gen::<u64>() >> shift;
+                    if rng.gen_ratio(1, 16) {
+                        0
+                    } else {
+                        v
+                    }
+                })
+            })
+            .collect();
+        groups.extend([[0; GROUP], [u64::MAX; GROUP], [1; GROUP]]);
+        groups
+    }
+
+    #[test]
+    fn surveys_64_bit_words_by_the_definition() {
+        let Some(avx512) = Avx512::detect() else {
+            return;
+        };
+        for values in wide_groups() {
+            let mut above = [u32::MAX; 64];
+            let (narrowest, widest) = avx512.survey_wide(&values, &mut above);
+            let lengths = values.map(|v| 64 - v.leading_zeros());
+            let least = lengths.iter().min().copied().unwrap_or(0);
+            let most = lengths.iter().max().copied().unwrap_or(0);
+            assert_eq!((narrowest, widest), (least, most), "{values:x?}");
+            for (b, &count) in above.iter().enumerate() {
+                let longer = lengths.iter().filter(|&&n| n > b as u32).count() as u32;
+                assert_eq!(count, longer, "width {b} of {values:x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn gathers_the_high_parts_of_64_bit_words_in_order() {
+        let Some(avx512) = Avx512::detect() else {
+            return;
+        };
+        for values in wide_groups() {
+            for b in [0, 1, 17, 31, 32, 40, 63] {
+                let mut high = [0u64; GROUP];
+                let bitmap = avx512.gather_longer_wide(&values, b, &mut high);
+                let longer: Vec<usize> = (0..GROUP).filter(|&i| values[i] >> b != 0).collect();
+                let expected_bitmap = longer.iter().fold(0u32, |m, &i| m | 1 << i);
+                assert_eq!(bitmap, expected_bitmap, "width {b} of {values:x?}");
+                let mut expected = [0u64; GROUP];
+                for (h, &i) in expected.iter_mut().zip(&longer) {
+                    *h = values[i] >> b;
+                }
+                assert_eq!(high, expected, "width {b} of {values:x?}");
+            }
+        }
     }
 
     #[test]

@@ -57,6 +57,21 @@ impl Avx512 {
     }
 
     /// Never called (no `Avx512` exists).
+    pub fn survey_wide(self, _values: &[u64; GROUP], _above: &mut [u32; 64]) -> (u32, u32) {
+        match self {}
+    }
+
+    /// Never called (no `Avx512` exists).
+    pub fn gather_longer_wide(
+        self,
+        _values: &[u64; GROUP],
+        _b: u32,
+        _high: &mut [u64; GROUP],
+    ) -> u32 {
+        match self {}
+    }
+
+    /// Never called (no `Avx512` exists).
     pub fn unpack(self, _src: &[u8], _width: u32, _out: &mut [u32; GROUP]) {
         match self {}
     }
