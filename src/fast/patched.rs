@@ -664,15 +664,17 @@ pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
         // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
         Isa::Avx512(avx2, avx512) => avx512.run(
             #[inline(always)]
-            || decode_with(input, out, Some(avx2), Some(avx512)),
+            || decode_with(input, out, Some(avx2), Some(avx512), None),
         ),
         Isa::Avx2(avx2) => avx2.run(
             #[inline(always)]
-            || decode_with(input, out, Some(avx2), Some(avx2)),
+            || decode_with(input, out, Some(avx2), Some(avx2), None),
         ),
+        // For 64-bit words, with AVX-512's unpacking of whole groups' low bits where the
+        // CPU has it.
         Isa::Portable => crate::isa::vectorised(
             #[inline(always)]
-            || decode_with(input, out, None, None::<Avx2>),
+            || decode_with(input, out, None, None::<Avx2>, wide_kernels_for::<T>()),
         ),
     }
 }
@@ -811,14 +813,16 @@ impl Kernels for Avx512 {
     }
 }
 
-/// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without, and the
-/// kernels that decode whole groups (`whole`, AVX2's or AVX-512's) or none.
+/// [`decode`], with the AVX2 kernels for 32-bit words (`simd`) or without, the
+/// kernels that decode whole groups (`whole`, AVX2's or AVX-512's) or none, and
+/// AVX-512's unpacking of the low bits of whole groups of 64-bit words (`wide`) or not.
 #[inline(always)]
 fn decode_with<T: Word, K: Kernels>(
     input: &[u8],
     out: &mut [T],
     simd: Option<Avx2>,
     whole: Option<K>,
+    wide: Option<Avx512>,
 ) -> Result<(), StreamError> {
     let mut pos = 0;
     let mut padded = [0u8; MAX_LOW_BYTES + SLACK];
@@ -828,7 +832,8 @@ fn decode_with<T: Word, K: Kernels>(
             pos = next;
             continue;
         }
-        pos = decode_group(input, pos, group, &mut padded, simd).map_err(|e| e.in_group(g))?;
+        pos =
+            decode_group(input, pos, group, &mut padded, simd, wide).map_err(|e| e.in_group(g))?;
     }
     if pos != input.len() {
         return Err(StreamError::TrailingBytes {
@@ -923,6 +928,7 @@ fn decode_group<T: Word>(
     group: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
     simd: Option<Avx2>,
+    wide: Option<Avx512>,
 ) -> Result<usize, StreamError> {
     let &h = input.get(pos).ok_or(TRUNCATED)?;
     let b = u32::from(h & !HAS_EXCEPTIONS);
@@ -934,10 +940,10 @@ fn decode_group<T: Word>(
         });
     }
     if h & HAS_EXCEPTIONS == 0 {
-        return unpack_field(input, pos + 1, b, group, padded, simd);
+        return unpack_field(input, pos + 1, b, group, padded, simd, wide);
     }
     let &e_byte = input.get(pos + 1).ok_or(TRUNCATED)?;
-    let at = unpack_field(input, pos + 2, b, group, padded, simd)?;
+    let at = unpack_field(input, pos + 2, b, group, padded, simd, wide)?;
     patch(input, at, b, e_byte, group, padded, simd)
 }
 
@@ -951,6 +957,7 @@ fn unpack_field<T: Word>(
     out: &mut [T],
     padded: &mut [u8; MAX_LOW_BYTES + SLACK],
     simd: Option<Avx2>,
+    wide: Option<Avx512>,
 ) -> Result<usize, StreamError> {
     let bits = out.len() * width as usize;
     let end = at + bits.div_ceil(8);
@@ -962,6 +969,9 @@ fn unpack_field<T: Word>(
     }
     if let Some((avx2, words)) = simd_group(out, simd, width, input.len() - at) {
         avx2.unpack(&input[at..], width, words);
+    } else if let Some((avx512, words)) = wide_group(out, wide, width) {
+        // The fields' bytes alone: the kernel reads no further.
+        avx512.unpack_wide(&input[at..end], width, words);
     } else if at + (GROUP * width as usize).div_ceil(8) + SLACK <= input.len() {
         unpack_dispatch(&input[at..], width, out);
     } else {
@@ -1052,7 +1062,7 @@ fn patch<T: Word>(
                 }
                 _ => {
                     let mut highs = [T::default(); GROUP];
-                    let end = unpack_field(input, start, e, &mut highs[..k], padded, None)?;
+                    let end = unpack_field(input, start, e, &mut highs[..k], padded, None, None)?;
                     let mut rest = bitmap;
                     let mut all = 0;
                     let mut empty = false;
@@ -1094,6 +1104,20 @@ fn simd_group<T: Word>(
         return None;
     }
     simd_words_mut(group, simd)
+}
+
+/// `group` as 64-bit words for AVX-512's unpacking of `width`-bit fields, when `wide`,
+/// it is a whole group of them and the width is 1 to 64.
+#[inline(always)]
+fn wide_group<T: Word>(
+    group: &mut [T],
+    wide: Option<Avx512>,
+    width: u32,
+) -> Option<(Avx512, &mut [u64; GROUP])> {
+    let avx512 = wide.filter(|_| (1..=64).contains(&width))?;
+    let full: &mut [T; GROUP] = group.try_into().ok()?;
+    let words = (full as &mut dyn std::any::Any).downcast_mut::<[u64; GROUP]>()?;
+    Some((avx512, words))
 }
 
 /// `group` as 32-bit words for the AVX2 kernels, when `simd` and it is a whole group of
@@ -1579,25 +1603,71 @@ mod tests {
         };
         let mut ways = vec![(
             "portable",
-            run(&|out| decode_with(input, out, None, None::<Avx2>)),
+            run(&|out| decode_with(input, out, None, None::<Avx2>, None)),
         )];
         if let Some(avx2) = Avx2::detect() {
             ways.push((
                 "AVX2 groups",
-                run(&|out| decode_with(input, out, Some(avx2), None::<Avx2>)),
+                run(&|out| decode_with(input, out, Some(avx2), None::<Avx2>, None)),
             ));
             ways.push((
                 "AVX2 whole groups",
-                run(&|out| decode_with(input, out, Some(avx2), Some(avx2))),
+                run(&|out| decode_with(input, out, Some(avx2), Some(avx2), None)),
             ));
             if let Some(avx512) = Avx512::detect() {
                 ways.push((
                     "AVX-512 whole groups",
-                    run(&|out| decode_with(input, out, Some(avx2), Some(avx512))),
+                    run(&|out| decode_with(input, out, Some(avx2), Some(avx512), None)),
                 ));
             }
         }
         ways
+    }
+
+    /// 64-bit words decode alike with and without AVX-512's unpacking of whole groups'
+    /// low bits, where the CPU has it: valid streams to the same values, corrupt ones to
+    /// the same error.
+    #[test]
+    fn wide_unpacking_decodes_as_the_portable_loops() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let Some(avx512) = wide_kernels_for::<u64>() else {
+            return;
+        };
+        // One decoder per frame: unoptimised, the decoder's frame is large.
+        #[inline(never)]
+        fn decoded(input: &[u8], n: usize, wide: Option<Avx512>) -> Result<Vec<u64>, StreamError> {
+            let mut out = vec![u64::MAX; n];
+            decode_with(input, &mut out, None, None::<Avx2>, wide).map(|()| out)
+        }
+        let mut rng = SmallRng::seed_from_u64(53);
+        for round in 0..300 {
+            let n = rng.gen_range(1..300);
+            let shift = rng.gen_range(0..64);
+            let values: Vec<u64> = (0..n)
+                .map(|i| match (i + round) % 7 {
+                    0 => 0,
+                    1 => rng.gen::<u64>(),
+                    _ => rng.gen::<u64>() >> shift,
+                })
+                .collect();
+            let mut coded = Vec::new();
+            encode(&values, &mut coded);
+            assert_eq!(decoded(&coded, n, Some(avx512)), Ok(values.clone()));
+            for _ in 0..10 {
+                let mut bad = coded.clone();
+                let at = rng.gen_range(0..bad.len());
+                bad[at] ^= 1 << rng.gen_range(0..8);
+                if rng.gen_ratio(1, 4) {
+                    bad.truncate(rng.gen_range(0..bad.len()));
+                }
+                assert_eq!(
+                    decoded(&bad, n, Some(avx512)),
+                    decoded(&bad, n, None),
+                    "round {round}"
+                );
+            }
+        }
     }
 
     /// Values whose group 0 is zeros but for 200 at 3 and 255 at 9 (b = 0, a list of two

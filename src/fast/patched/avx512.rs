@@ -179,6 +179,50 @@ static WORD_BYTES: [u8; 64] = {
     control
 };
 
+/// How to pull 8 fields of one width (1 to 64 bits) of 64-bit words out of their bytes
+/// (`width` bytes: 8 fields fill whole bytes): lane `j`'s low and high 64 bits gather
+/// the 16 bytes from its field's first (indices past the 64 loaded wrap, and land only
+/// on bits past the field), then a funnel shift right by the field's bit offset in its
+/// first byte.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct WideFields {
+    /// `vpermb` control of the low 64 bits of each lane.
+    low: [u8; 64],
+    /// `vpermb` control of the high 64 bits of each lane.
+    high: [u8; 64],
+    /// Right shift of each lane's 128 bits.
+    shifts: [u64; 8],
+}
+
+/// The fields of 64-bit words, per width 0 to 64 (computed at compile time; width 0
+/// unused).
+static WIDE_FIELDS: [WideFields; 65] = {
+    let mut tables = [WideFields {
+        low: [0; 64],
+        high: [0; 64],
+        shifts: [0; 8],
+    }; 65];
+    let mut w = 1;
+    while w <= 64 {
+        let mut lane = 0;
+        while lane < 8 {
+            let bit = lane * w;
+            let first = bit / 8;
+            let mut k = 0;
+            while k < 8 {
+                tables[w].low[8 * lane + k] = ((first + k) % 64) as u8;
+                tables[w].high[8 * lane + k] = ((first + 8 + k) % 64) as u8;
+                k += 1;
+            }
+            tables[w].shifts[lane] = (bit % 8) as u64;
+            lane += 1;
+        }
+        w += 1;
+    }
+    tables
+};
+
 /// Proof that the CPU runs these kernels (AVX-512 F, BW, CD, VBMI, VBMI2 and
 /// VPOPCNTDQ, GFNI, AVX2 and POPCNT, detected at run time): only [`Avx512::detect`]
 /// makes one.
@@ -247,6 +291,20 @@ impl Avx512 {
         unsafe { x86::survey_wide(values, above) }
     }
 
+    /// Unpacks 32 fields of `width` (1 to 64) bits of 64-bit words from `src`, which
+    /// holds exactly their bytes (`4 width`), reading no other.
+    ///
+    /// # Panics
+    ///
+    /// If `width` is out of range or `src` is not the fields' length.
+    #[inline]
+    pub fn unpack_wide(self, src: &[u8], width: u32, out: &mut [u64; GROUP]) {
+        assert!((1..=64).contains(&width) && src.len() == 4 * width as usize);
+        // SAFETY: the features are present (`self` proves it); the kernel's masked loads
+        // touch only `src`'s bytes, and it writes `out`'s 32 values.
+        unsafe { x86::unpack_wide(src, width, out) }
+    }
+
     /// The bitmap of `values` longer than `b < 64` bits (bit `i` for value `i`), and
     /// their high parts `value >> b` in position order at the start of `high`, followed
     /// by zeros (where `high` held zeros), as the portable loop gathers them.
@@ -299,7 +357,7 @@ impl Avx512 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GroupLayout, BLOCKS, GROUP, HALVES, PACKINGS, ROWS, WORD_BYTES};
+    use super::{GroupLayout, BLOCKS, GROUP, HALVES, PACKINGS, ROWS, WIDE_FIELDS, WORD_BYTES};
 
     /// # Safety
     ///
@@ -607,6 +665,46 @@ mod x86 {
         u32::from(m0) | u32::from(m1) << 16
     }
 
+    /// See [`super::Avx512::unpack_wide`].
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F, BW, VBMI and VBMI2 must be present, `width` 1 to 64 and `src` hold
+    /// `4 width` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
+    #[inline]
+    pub unsafe fn unpack_wide(src: &[u8], width: u32, out: &mut [u64; GROUP]) {
+        let w = width as usize;
+        let fields = &WIDE_FIELDS[w];
+        // SAFETY: the table's arrays are 64 bytes each.
+        let (low, high, shifts) = unsafe {
+            (
+                _mm512_loadu_si512(fields.low.as_ptr().cast()),
+                _mm512_loadu_si512(fields.high.as_ptr().cast()),
+                _mm512_loadu_si512(fields.shifts.as_ptr().cast()),
+            )
+        };
+        let mask = _mm512_set1_epi64((u64::MAX >> (64 - width)) as i64);
+        let o = out.as_mut_ptr();
+        for eighth in 0..GROUP / 8 {
+            // SAFETY: 8 fields take `w` whole bytes, at `w * eighth` in `src`'s `4 w`: the
+            // masked load touches only those.
+            let bytes = unsafe {
+                _mm512_maskz_loadu_epi8(first_bytes(w), src.as_ptr().add(w * eighth).cast())
+            };
+            let fields = _mm512_and_si512(
+                _mm512_shrdv_epi64(
+                    _mm512_permutexvar_epi8(low, bytes),
+                    _mm512_permutexvar_epi8(high, bytes),
+                    shifts,
+                ),
+                mask,
+            );
+            // SAFETY: `out` holds 32 values: four vectors of 8.
+            unsafe { _mm512_storeu_si512(o.add(8 * eighth).cast(), fields) };
+        }
+    }
+
     /// See [`super::Avx512::gather_longer_wide`].
     ///
     /// # Safety
@@ -884,6 +982,30 @@ mod tests {
             for (b, &count) in above.iter().enumerate() {
                 let longer = lengths.iter().filter(|&&n| n > b as u32).count() as u32;
                 assert_eq!(count, longer, "width {b} of {values:x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unpacks_64_bit_fields_of_every_width_from_exactly_their_bytes() {
+        let Some(avx512) = Avx512::detect() else {
+            return;
+        };
+        let mut rng = SmallRng::seed_from_u64(47);
+        for width in 1..=64u32 {
+            let mask = u64::MAX >> (64 - width);
+            for _ in 0..20 {
+                let fields: [u64; GROUP] = std::array::from_fn(|_| rng.gen::<u64>() & mask);
+                let mut bytes = vec![0u8; 4 * width as usize];
+                for (i, &f) in fields.iter().enumerate() {
+                    for b in 0..width as usize {
+                        let bit = i * width as usize + b;
+                        bytes[bit / 8] |= ((f >> b & 1) as u8) << (bit % 8);
+                    }
+                }
+                let mut out = [u64::MAX; GROUP];
+                avx512.unpack_wide(&bytes, width, &mut out);
+                assert_eq!(out, fields, "width {width}");
             }
         }
     }

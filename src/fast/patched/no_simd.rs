@@ -62,6 +62,11 @@ impl Avx512 {
     }
 
     /// Never called (no `Avx512` exists).
+    pub fn unpack_wide(self, _src: &[u8], _width: u32, _out: &mut [u64; GROUP]) {
+        match self {}
+    }
+
+    /// Never called (no `Avx512` exists).
     pub fn gather_longer_wide(
         self,
         _values: &[u64; GROUP],
