@@ -198,8 +198,9 @@ pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // (climbed through every rung to full precision), then common full-scale ranges.
     // A seed is refined over the whole group only when the first words' rounding admits
     // it: most wrong seeds cost a look at a few dozen words.
-    let climbed = (1..=SMALLEST_MULTIPLES)
-        .filter_map(|k| climb(&rungs, smallest_rung / f64::from(k)))
+    let climbed = climb_every_multiple(&rungs, smallest_rung)
+        .into_iter()
+        .flatten()
         .filter(admitted)
         .flat_map(|s| forms(group, s));
     // A group longer than its head had the full-scale candidates tried above.
@@ -321,7 +322,9 @@ const RUNG_STEP: f64 = 1.5;
 
 /// `seed` refined through `rungs` (ascending): each rung divided by its nearest multiple
 /// of the estimate so far, so the relative error shrinks to the largest rung's rounding;
-/// `None` as soon as a rung is not near a multiple.
+/// `None` as soon as a rung is not near a multiple. The definition
+/// [`climb_every_multiple`] follows for many seeds at once.
+#[cfg(test)]
 fn climb(rungs: &[f64], seed: f64) -> Option<f64> {
     let mut scale = seed;
     for &v in rungs {
@@ -334,6 +337,39 @@ fn climb(rungs: &[f64], seed: f64) -> Option<f64> {
     }
     Some(scale)
 }
+
+/// [`climb`] of each seed `smallest_rung / k`, `k` from 1 to [`SMALLEST_MULTIPLES`],
+/// in that order: the seeds' climbs side by side (vectors of them, where a climb alone
+/// waits on one division after another), each lane exactly the scalar climb's
+/// operations, so the same results.
+fn climb_every_multiple(rungs: &[f64], smallest_rung: f64) -> [Option<f64>; MULTIPLES] {
+    crate::isa::vectorised(
+        #[inline(always)]
+        || {
+            let mut scale: [f64; MULTIPLES] =
+                std::array::from_fn(|k| smallest_rung / (k + 1) as f64);
+            let mut climbing = [true; MULTIPLES];
+            for &v in rungs {
+                for (scale, climbing) in scale.iter_mut().zip(&mut climbing) {
+                    let ratio = v / *scale;
+                    let q = ratio.round();
+                    // As in `climb`: a lane that fails stays failed (its scale is
+                    // then never read).
+                    let off = q < 1.0 || (ratio - q).abs() > CLIMB_SLACK;
+                    *climbing &= !off;
+                    *scale = v / q;
+                }
+                if !climbing.iter().any(|&c| c) {
+                    break;
+                }
+            }
+            std::array::from_fn(|k| climbing[k].then_some(scale[k]))
+        },
+    )
+}
+
+/// Seeds [`climb_every_multiple`] climbs.
+const MULTIPLES: usize = SMALLEST_MULTIPLES as usize;
 
 /// How far from a whole multiple of the estimate a rung may be while climbing.
 const CLIMB_SLACK: f64 = 0.25;
@@ -769,6 +805,62 @@ pub fn valid_scale(scale_bits: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_multiple_climbs_as_its_seed_alone() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(59);
+        let mut climbed = 0;
+        for case in 0..3000 {
+            let scale = rng.gen_range(1e-6..1e6f64);
+            let count = rng.gen_range(0..12);
+            // Rungs of a true scale (with rounding noise), of noise, and of exact halves
+            // (where rounding half away from zero and half to even differ).
+            let mut rungs: Vec<f64> = (0..count)
+                .map(|_| match case % 3 {
+                    0 => {
+                        scale
+                            * f64::from(rng.gen_range(1..5000u32))
+                            * (1.0 + rng.gen_range(-1e-9..1e-9))
+                    }
+                    1 => rng.gen_range(1e-3..1e9),
+                    _ => scale * (f64::from(rng.gen_range(1..200u32)) + 0.5),
+                })
+                .collect();
+            rungs.sort_by(f64::total_cmp);
+            let smallest = rungs.first().copied().unwrap_or(scale);
+            let all = climb_every_multiple(&rungs, smallest);
+            for (k, &got) in all.iter().enumerate() {
+                let alone = climb(&rungs, smallest / (k + 1) as f64);
+                assert_eq!(
+                    got.map(f64::to_bits),
+                    alone.map(f64::to_bits),
+                    "case {case} seed {k}"
+                );
+                climbed += usize::from(alone.is_some());
+            }
+        }
+        // Odd rungs: zero, infinite and not a number.
+        for rungs in [
+            vec![0.0, 1.0],
+            vec![1.0, f64::INFINITY],
+            vec![f64::NAN, 2.0],
+            vec![],
+        ] {
+            for smallest in [0.0, 1.0, f64::INFINITY, f64::NAN] {
+                let all = climb_every_multiple(&rungs, smallest);
+                for (k, &got) in all.iter().enumerate() {
+                    let alone = climb(&rungs, smallest / (k + 1) as f64);
+                    assert_eq!(
+                        got.map(f64::to_bits),
+                        alone.map(f64::to_bits),
+                        "{rungs:?} {smallest} {k}"
+                    );
+                }
+            }
+        }
+        assert!(climbed > 10_000, "{climbed} climbs succeeded");
+    }
 
     /// Dequantises bytes into another buffer exactly as in place: scaled and unscaled
     /// groups, negative integers, and words past the last scale kept as they are.
