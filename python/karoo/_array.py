@@ -55,13 +55,18 @@ def layout(dtype: np.dtype) -> tuple[int, int, int]:
     return 1, dtype.itemsize, 0
 
 
-def _address(buffer) -> tuple[np.ndarray, int]:
-    """A uint8 view of any buffer-protocol object and the address of its first byte."""
+def _address(buffer):
+    """The byte length of any buffer-protocol object and what the library's calls take as
+    the address of its first byte: ``bytes`` (a :class:`Chunk` too) as they are, which
+    ctypes passes as a pointer to their bytes without a copy; else the address of a uint8
+    view."""
+    if isinstance(buffer, bytes):
+        return len(buffer), buffer
     view = np.frombuffer(buffer, dtype=np.uint8) if not isinstance(buffer, np.ndarray) else buffer
     if not view.flags.c_contiguous:
         raise ValueError("karoo: the chunk buffer must be contiguous")
     view = view.reshape(-1).view(np.uint8)
-    return view, view.ctypes.data
+    return view.nbytes, view.ctypes.data
 
 
 def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
@@ -105,8 +110,8 @@ def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
 def chunk_shape(data) -> tuple[tuple[int, ...], int, int]:
     """(shape in words, word size, decoded bytes) of a chunk, its header validated (the
     library reads every header version)."""
-    view, address = _address(data)
-    return _lib.decoded_shape(address, view.nbytes)
+    nbytes, address = _address(data)
+    return _lib.decoded_shape(address, nbytes)
 
 
 def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple[int, ...]:
@@ -129,8 +134,8 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
     :class:`Chunk` returned by `compress`. `out`, when given, must be a C-contiguous array of
     exactly the decoded size; it is filled and returned. The GIL is released while decoding.
     """
-    view, address = _address(data)
-    words, _, nbytes = _lib.decoded_shape(address, view.nbytes)
+    coded, address = _address(data)
+    words, _, nbytes = _lib.decoded_shape(address, coded)
     if out is not None:
         if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("karoo: out must be a writeable C-contiguous numpy array")
@@ -138,7 +143,7 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
             raise ValueError(f"karoo: out holds {out.nbytes} bytes, the chunk decodes to {nbytes}")
         if dtype is not None and np.dtype(dtype) != out.dtype:
             raise ValueError(f"karoo: dtype {np.dtype(dtype)} does not match out's {out.dtype}")
-        _lib.decompress_raw(address, view.nbytes, out.ctypes.data, nbytes, _threads(threads))
+        _lib.decompress_raw(address, coded, out.ctypes.data, nbytes, _threads(threads))
         return out
     if dtype is None:
         dtype = getattr(data, "dtype", None) if isinstance(data, Chunk) else None
@@ -148,15 +153,15 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
         )
     dtype = np.dtype(dtype)
     result = np.empty(_element_shape(words, dtype, nbytes), dtype=dtype)
-    _lib.decompress_raw(address, view.nbytes, result.ctypes.data, nbytes, _threads(threads))
+    _lib.decompress_raw(address, coded, result.ctypes.data, nbytes, _threads(threads))
     return result
 
 
 def describe(data) -> dict:
     """The chunk's header fields and how many tiles use each predictor/map/coder, without
     decoding it."""
-    view, address = _address(data)
-    return json.loads(_lib.describe_raw(address, view.nbytes))
+    nbytes, address = _address(data)
+    return json.loads(_lib.describe_raw(address, nbytes))
 
 
 def _threads(threads) -> int:

@@ -92,6 +92,19 @@ def test_dtype_is_recorded_by_compress_or_required():
         karoo.decompress(bytes(chunk))
 
 
+def test_any_buffer_of_a_chunk_decodes():
+    data = visibilities((16, 64), "c8")
+    chunk = karoo.compress(data)
+    for buffer in (chunk, bytes(chunk), bytearray(chunk), memoryview(chunk),
+                   np.frombuffer(chunk, np.uint8), np.frombuffer(chunk, np.uint8)[::1]):
+        assert same_bits(karoo.decompress(buffer, dtype="c8"), data), type(buffer)
+        assert karoo.describe(buffer)["decoded_size"] == data.nbytes
+    with pytest.raises(ValueError, match="karoo: the chunk buffer must be contiguous"):
+        karoo.decompress(np.frombuffer(chunk * 2, np.uint8)[::2], dtype="c8")
+    with pytest.raises(karoo.KarooError, match="karoo: corrupt chunk: truncated"):
+        karoo.decompress(bytes(chunk[:3]), dtype="c8")
+
+
 def test_corrupted_chunks_raise_karoo_errors():
     data = visibilities((64, 64), "f4")
     chunk = bytearray(karoo.compress(data))
