@@ -280,24 +280,29 @@ fn survey<T: Word>(group: &[T], above: &mut [u32; 64]) -> (u32, u32) {
     (narrowest, widest)
 }
 
-/// `group` as 32-bit words for the kernels, when they run (`simd`) and it is a whole
-/// group of them.
+/// `group` as words of type `W` for the kernels, when they run (`simd`), it is a whole
+/// group and `T` is `W`.
 #[inline(always)]
-fn simd_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &[u32; GROUP])> {
+fn group_of<W: 'static, T: Word, K: Kernels>(
+    group: &[T],
+    simd: Option<K>,
+) -> Option<(K, &[W; GROUP])> {
     let kernels = simd?;
     let full: &[T; GROUP] = group.try_into().ok()?;
-    let words = (full as &dyn std::any::Any).downcast_ref::<[u32; GROUP]>()?;
+    let words = (full as &dyn std::any::Any).downcast_ref::<[W; GROUP]>()?;
     Some((kernels, words))
 }
 
-/// `group` as 64-bit words for the kernels' survey, when they run (`simd`) and it is a
-/// whole group of them.
+/// `group` as 32-bit words for the kernels (see [`group_of`]).
+#[inline(always)]
+fn simd_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &[u32; GROUP])> {
+    group_of(group, simd)
+}
+
+/// `group` as 64-bit words for the kernels' survey (see [`group_of`]).
 #[inline(always)]
 fn wide_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &[u64; GROUP])> {
-    let kernels = simd?;
-    let full: &[T; GROUP] = group.try_into().ok()?;
-    let words = (full as &dyn std::any::Any).downcast_ref::<[u64; GROUP]>()?;
-    Some((kernels, words))
+    group_of(group, simd)
 }
 
 /// The kernels the encoder runs for words of type `T` where there are none for 32-bit

@@ -806,6 +806,23 @@ pub fn valid_scale(scale_bits: u64) -> bool {
 mod tests {
     use super::*;
 
+    /// Asserts that each seed `smallest / k` climbs `rungs` side by side as alone, to
+    /// the same bits; how many climbs succeeded.
+    fn assert_climbs_as_alone(rungs: &[f64], smallest: f64) -> usize {
+        let all = climb_every_multiple(rungs, smallest);
+        let mut climbed = 0;
+        for (k, &got) in all.iter().enumerate() {
+            let alone = climb(rungs, smallest / (k + 1) as f64);
+            assert_eq!(
+                got.map(f64::to_bits),
+                alone.map(f64::to_bits),
+                "{rungs:?} from {smallest}, seed {k}"
+            );
+            climbed += usize::from(alone.is_some());
+        }
+        climbed
+    }
+
     #[test]
     fn every_multiple_climbs_as_its_seed_alone() {
         use rand::{Rng, SeedableRng};
@@ -829,16 +846,7 @@ mod tests {
                 .collect();
             rungs.sort_by(f64::total_cmp);
             let smallest = rungs.first().copied().unwrap_or(scale);
-            let all = climb_every_multiple(&rungs, smallest);
-            for (k, &got) in all.iter().enumerate() {
-                let alone = climb(&rungs, smallest / (k + 1) as f64);
-                assert_eq!(
-                    got.map(f64::to_bits),
-                    alone.map(f64::to_bits),
-                    "case {case} seed {k}"
-                );
-                climbed += usize::from(alone.is_some());
-            }
+            climbed += assert_climbs_as_alone(&rungs, smallest);
         }
         // Odd rungs: zero, infinite and not a number.
         for rungs in [
@@ -848,15 +856,7 @@ mod tests {
             vec![],
         ] {
             for smallest in [0.0, 1.0, f64::INFINITY, f64::NAN] {
-                let all = climb_every_multiple(&rungs, smallest);
-                for (k, &got) in all.iter().enumerate() {
-                    let alone = climb(&rungs, smallest / (k + 1) as f64);
-                    assert_eq!(
-                        got.map(f64::to_bits),
-                        alone.map(f64::to_bits),
-                        "{rungs:?} {smallest} {k}"
-                    );
-                }
+                assert_climbs_as_alone(&rungs, smallest);
             }
         }
         assert!(climbed > 10_000, "{climbed} climbs succeeded");
