@@ -305,9 +305,9 @@ fn wide_words<T: Word, K: Kernels>(group: &[T], simd: Option<K>) -> Option<(K, &
     group_of(group, simd)
 }
 
-/// The kernels the encoder runs for words of type `T` where there are none for 32-bit
-/// words: AVX-512's survey of whole groups of 64-bit words (see
-/// [`Kernels::survey_wide`]), on a CPU that has it.
+/// The kernels the coder runs for words of type `T` where there are none for 32-bit
+/// words: AVX-512's for whole groups of 64-bit words (the encoder's survey and gathering,
+/// see [`Kernels::survey_wide`], and the decoder's unpacking), on a CPU that has them.
 fn wide_kernels_for<T: Word>() -> Option<Avx512> {
     if T::BITS == 64 {
         Avx512::detect()
@@ -363,17 +363,11 @@ pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
         ),
         // The portable loops (64-bit words, or no AVX2), compiled for the CPU's widest
         // vectors and its bit-counting instructions; for 64-bit words, with AVX-512's
-        // survey where the CPU has it.
-        Isa::Portable => match wide_kernels_for::<T>() {
-            Some(avx512) => crate::isa::vectorised(
-                #[inline(always)]
-                || encode_with(values, out, Some(avx512)),
-            ),
-            None => crate::isa::vectorised(
-                #[inline(always)]
-                || encode_with(values, out, None::<Avx2>),
-            ),
-        },
+        // kernels for them where the CPU has those.
+        Isa::Portable => crate::isa::vectorised(
+            #[inline(always)]
+            || encode_with(values, out, wide_kernels_for::<T>()),
+        ),
     }
 }
 
@@ -1119,10 +1113,7 @@ fn wide_group<T: Word>(
     wide: Option<Avx512>,
     width: u32,
 ) -> Option<(Avx512, &mut [u64; GROUP])> {
-    let avx512 = wide.filter(|_| (1..=64).contains(&width))?;
-    let full: &mut [T; GROUP] = group.try_into().ok()?;
-    let words = (full as &mut dyn std::any::Any).downcast_mut::<[u64; GROUP]>()?;
-    Some((avx512, words))
+    group_of_mut(group, wide.filter(|_| (1..=64).contains(&width)))
 }
 
 /// `group` as 32-bit words for the AVX2 kernels, when `simd` and it is a whole group of
@@ -1132,10 +1123,20 @@ fn simd_words_mut<T: Word>(
     group: &mut [T],
     simd: Option<Avx2>,
 ) -> Option<(Avx2, &mut [u32; GROUP])> {
-    let avx2 = simd?;
+    group_of_mut(group, simd)
+}
+
+/// `group` as words of type `W` for `kernels`, when they run, it is a whole group and
+/// `T` is `W` (the decoder's [`group_of`]).
+#[inline(always)]
+fn group_of_mut<W: 'static, T: Word, K>(
+    group: &mut [T],
+    kernels: Option<K>,
+) -> Option<(K, &mut [W; GROUP])> {
+    let kernels = kernels?;
     let full: &mut [T; GROUP] = group.try_into().ok()?;
-    let words = (full as &mut dyn std::any::Any).downcast_mut::<[u32; GROUP]>()?;
-    Some((avx2, words))
+    let words = (full as &mut dyn std::any::Any).downcast_mut::<[W; GROUP]>()?;
+    Some((kernels, words))
 }
 
 /// Checks that the bits of the byte ending a field of `bits` bits at `end` (exclusive)
@@ -1259,16 +1260,10 @@ pub fn estimate_bits<T: Word>(values: &[T]) -> u64 {
             #[inline(always)]
             || estimate_with(values, Some(avx2)),
         ),
-        Isa::Portable => match wide_kernels_for::<T>() {
-            Some(avx512) => crate::isa::vectorised(
-                #[inline(always)]
-                || estimate_with(values, Some(avx512)),
-            ),
-            None => crate::isa::vectorised(
-                #[inline(always)]
-                || estimate_with(values, None::<Avx2>),
-            ),
-        },
+        Isa::Portable => crate::isa::vectorised(
+            #[inline(always)]
+            || estimate_with(values, wide_kernels_for::<T>()),
+        ),
     }
 }
 

@@ -44,7 +44,7 @@ const FULL_SCALES: [f64; 12] = [
     16_777_215.0,
 ];
 /// The smallest nonzero magnitude is tried as this many multiples of the scale at most.
-const SMALLEST_MULTIPLES: u32 = 64;
+const SMALLEST_MULTIPLES: usize = 64;
 
 /// The float a word holds, as float64.
 #[inline(always)]
@@ -342,13 +342,13 @@ fn climb(rungs: &[f64], seed: f64) -> Option<f64> {
 /// in that order: the seeds' climbs side by side (vectors of them, where a climb alone
 /// waits on one division after another), each lane exactly the scalar climb's
 /// operations, so the same results.
-fn climb_every_multiple(rungs: &[f64], smallest_rung: f64) -> [Option<f64>; MULTIPLES] {
+fn climb_every_multiple(rungs: &[f64], smallest_rung: f64) -> [Option<f64>; SMALLEST_MULTIPLES] {
     crate::isa::vectorised(
         #[inline(always)]
         || {
-            let mut scale: [f64; MULTIPLES] =
+            let mut scale: [f64; SMALLEST_MULTIPLES] =
                 std::array::from_fn(|k| smallest_rung / (k + 1) as f64);
-            let mut climbing = [true; MULTIPLES];
+            let mut climbing = [true; SMALLEST_MULTIPLES];
             for &v in rungs {
                 for (scale, climbing) in scale.iter_mut().zip(&mut climbing) {
                     let ratio = v / *scale;
@@ -367,9 +367,6 @@ fn climb_every_multiple(rungs: &[f64], smallest_rung: f64) -> [Option<f64>; MULT
         },
     )
 }
-
-/// Seeds [`climb_every_multiple`] climbs.
-const MULTIPLES: usize = SMALLEST_MULTIPLES as usize;
 
 /// How far from a whole multiple of the estimate a rung may be while climbing.
 const CLIMB_SLACK: f64 = 0.25;
