@@ -21,8 +21,10 @@ Run after `pip install .` (karoo's Python package carries the plugin):
 
     python scripts/bench_speed.py [--quick] [--rounds 5] [--doc]
 
-`--doc` writes the tables into docs/benchmarks.md (section "speed"), labelled with the
-date, commit, machine and command.
+`--doc` writes the tables into docs/benchmarks.md, labelled with the date, commit, machine
+and command: section "speed" on a CPU with AVX-512, "speed-avx2" on one with AVX2 only,
+"speed-portable" on any other (karoo's kernels differ by vector width, so each kind of
+CPU keeps its own tables).
 """
 
 import argparse
@@ -222,6 +224,14 @@ def h5py_table(emit, quick, rounds):
                          f"| {w / ref_w:.2f} | {r / ref_r:.2f} |")
 
 
+def doc_section(machine):
+    """The section of docs/benchmarks.md for the tables measured on `machine`
+    (bench_doc.machine()'s description)."""
+    if machine.endswith(", AVX-512"):
+        return "speed"
+    return "speed-avx2" if machine.endswith(", AVX2") else "speed-portable"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
@@ -229,7 +239,8 @@ def main():
     parser.add_argument("--doc", action="store_true", help="write the tables into docs/benchmarks.md")
     args = parser.parse_args()
     command = "python scripts/bench_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    with bench_doc.capture("speed", command.strip(), enabled=args.doc):
+    section = doc_section(bench_doc.machine())
+    with bench_doc.capture(section, command.strip(), enabled=args.doc):
         codec_table(print, args.quick, args.rounds)
         h5py_table(print, args.quick, args.rounds)
 
