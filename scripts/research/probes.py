@@ -11,7 +11,10 @@ builds interleaved, best of `--rounds` rounds each, each build in turn first and
   pairs of 4-byte words (skipped when ../shared/data is absent).
 
 Prints a markdown table of ratio and compress / decompress MB/s, with each revision's
-change against the first. A revision is anything `git rev-parse` takes, or `.` for the
+change against the first: of the best rounds, and the median of the changes round by
+round (each round's timings against the first revision's of the same round). On a noisy
+machine the best of a few rounds can differ by a fifth between two runs of one build;
+the paired median holds steadier, as a burst of load slows both sides of a pair. A revision is anything `git rev-parse` takes, or `.` for the
 working tree; `--native` adds the last one built with `-C target-cpu=native`. Other
 revisions are checked out as git worktrees under target/probes (`git worktree prune`
 after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
@@ -162,6 +165,8 @@ def main():
         binaries[args.revs[-1] + " native"] = build(args.revs[-1], native=True)
     best = {}
     ratio = {}
+    # (probe, revision) -> (compress, decompress) MB/s of each round, in round order.
+    rounds = {}
     with tempfile.TemporaryDirectory(dir="/dev/shm" if pathlib.Path("/dev/shm").is_dir() else None) as tmp:
         chunks = probe_chunks(tmp)
         if args.counts:
@@ -179,15 +184,27 @@ def main():
                     ratio[name, rev] = r
                     old = best.get((name, rev), (0.0, 0.0))
                     best[name, rev] = (max(old[0], c), max(old[1], d))
+                    rounds.setdefault((name, rev), []).append((c, d))
     base = args.revs[0]
-    print("| probe | revision | ratio | compress MB/s | decompress MB/s |")
-    print("|---|---|---|---|---|")
+    print("| probe | revision | ratio | compress MB/s | decompress MB/s | compress, paired | decompress, paired |")
+    print("|---|---|---|---|---|---|---|")
     for name, _, _ in chunks:
         for rev in binaries:
             c, d = best[name, rev]
             bc, bd = best[name, base]
-            change = "" if rev == base else f" ({c / bc - 1:+.0%})", "" if rev == base else f" ({d / bd - 1:+.0%})"
-            print(f"| {name} | {rev} | {ratio[name, rev]:.4f} | {c:.0f}{change[0]} | {d:.0f}{change[1]} |")
+            if rev == base:
+                change, paired = ("", ""), ("", "")
+            else:
+                change = f" ({c / bc - 1:+.0%})", f" ({d / bd - 1:+.0%})"
+                paired = tuple(f"{paired_change(rounds[name, rev], rounds[name, base], k):+.0%}" for k in (0, 1))
+            print(f"| {name} | {rev} | {ratio[name, rev]:.4f} | {c:.0f}{change[0]} | {d:.0f}{change[1]} "
+                  f"| {paired[0]} | {paired[1]} |")
+
+
+def paired_change(speeds, base_speeds, k):
+    """Median over rounds of speed `k` (0 compress, 1 decompress) of one build against the
+    baseline's in the same round, less 1."""
+    return float(np.median([s[k] / b[k] for s, b in zip(speeds, base_speeds)])) - 1
 
 
 if __name__ == "__main__":
