@@ -34,8 +34,8 @@ def commit():
     return sha + (" + uncommitted changes" if dirty else "")
 
 
-def machine():
-    """CPU model, core count and widest vector instructions, e.g. "AMD EPYC, 2 cores, AVX2"."""
+def _cpuinfo():
+    """(CPU model, set of CPU flags) from /proc/cpuinfo, where it can be read."""
     model, flags = platform.processor() or platform.machine(), set()
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
@@ -46,8 +46,18 @@ def machine():
                 flags = set(value.split())
     except OSError:
         pass
-    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{model}, {os.cpu_count()} cores, {isa}"
+    return model, flags
+
+
+def vector_isa():
+    """The widest vector instructions of this CPU: "AVX-512", "AVX2" or "no AVX2"."""
+    flags = _cpuinfo()[1]
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+
+
+def machine():
+    """CPU model, core count and widest vector instructions, e.g. "AMD EPYC, 2 cores, AVX2"."""
+    return f"{_cpuinfo()[0]}, {os.cpu_count()} cores, {vector_isa()}"
 
 
 def label(command):

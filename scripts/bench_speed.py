@@ -224,12 +224,10 @@ def h5py_table(emit, quick, rounds):
                          f"| {w / ref_w:.2f} | {r / ref_r:.2f} |")
 
 
-def doc_section(machine):
-    """The section of docs/benchmarks.md for the tables measured on `machine`
-    (bench_doc.machine()'s description)."""
-    if machine.endswith(", AVX-512"):
-        return "speed"
-    return "speed-avx2" if machine.endswith(", AVX2") else "speed-portable"
+def doc_section(isa):
+    """The section of docs/benchmarks.md for the tables measured on a CPU whose widest vector
+    instructions are `isa` (bench_doc.vector_isa())."""
+    return {"AVX-512": "speed", "AVX2": "speed-avx2"}.get(isa, "speed-portable")
 
 
 def main():
@@ -239,7 +237,7 @@ def main():
     parser.add_argument("--doc", action="store_true", help="write the tables into docs/benchmarks.md")
     args = parser.parse_args()
     command = "python scripts/bench_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    section = doc_section(bench_doc.machine())
+    section = doc_section(bench_doc.vector_isa())
     with bench_doc.capture(section, command.strip(), enabled=args.doc):
         codec_table(print, args.quick, args.rounds)
         h5py_table(print, args.quick, args.rounds)

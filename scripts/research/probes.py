@@ -13,11 +13,11 @@ builds interleaved, best of `--rounds` rounds each, each build in turn first and
 Prints a markdown table of ratio and compress / decompress MB/s, with each revision's
 change against the first: of the best rounds, and the median of the changes round by
 round (each round's timings against the first revision's of the same round). On a noisy
-machine the best of a few rounds can differ by a fifth between two runs of one build;
-the paired median holds steadier, as a burst of load slows both sides of a pair. A revision is anything `git rev-parse` takes, or `.` for the
-working tree; `--native` adds the last one built with `-C target-cpu=native`. Other
-revisions are checked out as git worktrees under target/probes (`git worktree prune`
-after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
+machine the best of a few rounds can differ by a fifth or more between two runs of one
+build; the paired median holds steadier, as a burst of load slows both sides of a pair.
+A revision is anything `git rev-parse` takes, or `.` for the working tree; `--native`
+adds the last one built with `-C target-cpu=native`. Other revisions are checked out as
+git worktrees under target/probes (`git worktree prune` after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
 
 `--counts` prints, instead of timings, what one compress and one decompress call of each
 build execute, counted by Valgrind's Cachegrind with its branch simulation: instructions
@@ -163,7 +163,6 @@ def main():
     binaries = {rev: build(rev) for rev in args.revs}
     if args.native:
         binaries[args.revs[-1] + " native"] = build(args.revs[-1], native=True)
-    best = {}
     ratio = {}
     # (probe, revision) -> (compress, decompress) MB/s of each round, in round order.
     rounds = {}
@@ -182,10 +181,9 @@ def main():
                     out = subprocess.check_output([str(binary), str(path), str(rows), str(args.repeats)], text=True)
                     r, c, d = map(float, re.findall(r"[\d.]+", out))
                     ratio[name, rev] = r
-                    old = best.get((name, rev), (0.0, 0.0))
-                    best[name, rev] = (max(old[0], c), max(old[1], d))
                     rounds.setdefault((name, rev), []).append((c, d))
     base = args.revs[0]
+    best = {key: tuple(map(max, zip(*speeds))) for key, speeds in rounds.items()}
     print("| probe | revision | ratio | compress MB/s | decompress MB/s | compress, paired | decompress, paired |")
     print("|---|---|---|---|---|---|---|")
     for name, _, _ in chunks:
