@@ -134,8 +134,8 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
     :class:`Chunk` returned by `compress`. `out`, when given, must be a C-contiguous array of
     exactly the decoded size; it is filled and returned. The GIL is released while decoding.
     """
-    coded, address = _address(data)
-    words, _, nbytes = _lib.decoded_shape(address, coded)
+    coded_len, address = _address(data)
+    words, _, nbytes = _lib.decoded_shape(address, coded_len)
     if out is not None:
         if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("karoo: out must be a writeable C-contiguous numpy array")
@@ -143,7 +143,7 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
             raise ValueError(f"karoo: out holds {out.nbytes} bytes, the chunk decodes to {nbytes}")
         if dtype is not None and np.dtype(dtype) != out.dtype:
             raise ValueError(f"karoo: dtype {np.dtype(dtype)} does not match out's {out.dtype}")
-        _lib.decompress_raw(address, coded, out.ctypes.data, nbytes, _threads(threads))
+        _lib.decompress_raw(address, coded_len, out.ctypes.data, nbytes, _threads(threads))
         return out
     if dtype is None:
         dtype = getattr(data, "dtype", None) if isinstance(data, Chunk) else None
@@ -153,7 +153,7 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
         )
     dtype = np.dtype(dtype)
     result = np.empty(_element_shape(words, dtype, nbytes), dtype=dtype)
-    _lib.decompress_raw(address, coded, result.ctypes.data, nbytes, _threads(threads))
+    _lib.decompress_raw(address, coded_len, result.ctypes.data, nbytes, _threads(threads))
     return result
 
 
