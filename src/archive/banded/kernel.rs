@@ -1,12 +1,13 @@
 //! The vector kernels of banded decoding: the residuals of one turn decoded at once,
 //! one band per 32-bit lane of one or two AVX-512 registers, or of one to four AVX2
-//! registers (8 to 32 bands, the lanes past the last band idle). Contexts come from two
-//! loads of the classes one row and `left` turns earlier, table entries from gathers,
-//! and the renormalisation words from one load expanded into the lanes that need them
-//! (in band order, as the stream holds them): by AVX-512's expand, or by AVX2's
-//! permutation of the words with the indices the lanes' mask looks up. The portable
-//! decoder of [`super::Lookup`] is the reference: all give the same tokens, classes and
-//! stream position.
+//! registers (8 to 32 bands, the lanes past the last band idle). Contexts come from the
+//! classes one row and `left` turns earlier, table entries from gathers (one a state
+//! where each slot's entry is built first, two where the symbol and then its range are
+//! looked up), and the renormalisation words from one load expanded into the lanes that
+//! need them (in band order, as the stream holds them): by AVX-512's expand, or by
+//! AVX2's permutation of the words with the indices the lanes' mask looks up. The
+//! portable decoder of [`super::Lookup`] is the reference: all give the same tokens,
+//! classes and stream position.
 
 use super::super::band_rans;
 use super::super::rans::DecodeTable;
@@ -31,8 +32,7 @@ pub(super) fn decode_tokens(
     tokens: &mut [u8],
     classes: &mut [u8],
 ) -> usize {
-    let with_slots = crate::isa::avx512_kernels();
-    decode_tokens_by(with_slots, dec, tables, slots, lookup, tokens, classes)
+    decode_tokens_by(true, dec, tables, slots, lookup, tokens, classes)
 }
 
 /// [`decode_tokens`], by the kernel that looks a state up in its slot's entry
@@ -93,7 +93,7 @@ fn decode_tokens_by(
     }
     // Else AVX2's, where the CPU has it (it checks).
     #[cfg(target_arch = "x86_64")]
-    return decode_tokens_avx2(dec, tables, lookup, tokens, classes);
+    return decode_tokens_avx2(with_slots, dec, tables, slots, lookup, tokens, classes);
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (with_slots, dec, tables, slots, lookup, tokens, classes);
@@ -101,13 +101,18 @@ fn decode_tokens_by(
     }
 }
 
-/// [`decode_tokens`] by the AVX2 kernel (8 bands to a register, the states looked up by
-/// symbol and range), when this CPU has AVX2 and the stream at least 8 bands; the
-/// position it stopped at (0 when it did not run).
+/// [`decode_tokens`] by the AVX2 kernel (8 bands to a register), when this CPU has AVX2
+/// and the stream at least 8 bands; the position it stopped at (0 when it did not run).
+/// The kernel looks a state up in its slot's entry ([`slot_entries`], built in `slots`)
+/// and computes its token's class ([`x86::ClassFormula`]) when `with_slots` and the
+/// configuration's classes have such a formula, else it looks up the slot's symbol and
+/// then its range.
 #[cfg(target_arch = "x86_64")]
 fn decode_tokens_avx2(
+    with_slots: bool,
     dec: &mut band_rans::Decoder<'_>,
     tables: &[DecodeTable],
+    slots: &mut Vec<u32>,
     lookup: &Lookup,
     tokens: &mut [u8],
     classes: &mut [u8],
@@ -121,18 +126,29 @@ fn decode_tokens_avx2(
     } else {
         0
     };
+    let entries = match x86::ClassFormula::fit(lookup) {
+        Some(formula) if with_slots && registers > 0 => {
+            crate::isa::vectorised(
+                #[inline(always)]
+                || slot_entries(tables, slots),
+            );
+            x86::Avx2Entries::Slots(slots, formula)
+        }
+        _ => x86::Avx2Entries::Tables(tables),
+    };
+    let (d, l) = (dec, lookup);
     // SAFETY: the CPU has AVX2 and POPCNT (the kernels').
     unsafe {
-        let whole = dec.bands().is_multiple_of(x86::AVX2_LANES);
+        let whole = d.bands().is_multiple_of(x86::AVX2_LANES);
         match (registers, whole) {
-            (1, true) => x86::decode_turns_avx2::<1, false>(dec, tables, lookup, tokens, classes),
-            (2, true) => x86::decode_turns_avx2::<2, false>(dec, tables, lookup, tokens, classes),
-            (3, true) => x86::decode_turns_avx2::<3, false>(dec, tables, lookup, tokens, classes),
-            (4, true) => x86::decode_turns_avx2::<4, false>(dec, tables, lookup, tokens, classes),
-            (1, false) => x86::decode_turns_avx2::<1, true>(dec, tables, lookup, tokens, classes),
-            (2, false) => x86::decode_turns_avx2::<2, true>(dec, tables, lookup, tokens, classes),
-            (3, false) => x86::decode_turns_avx2::<3, true>(dec, tables, lookup, tokens, classes),
-            (4, false) => x86::decode_turns_avx2::<4, true>(dec, tables, lookup, tokens, classes),
+            (1, true) => x86::decode_turns_avx2::<1, false>(d, entries, l, tokens, classes),
+            (2, true) => x86::decode_turns_avx2::<2, false>(d, entries, l, tokens, classes),
+            (3, true) => x86::decode_turns_avx2::<3, false>(d, entries, l, tokens, classes),
+            (4, true) => x86::decode_turns_avx2::<4, false>(d, entries, l, tokens, classes),
+            (1, false) => x86::decode_turns_avx2::<1, true>(d, entries, l, tokens, classes),
+            (2, false) => x86::decode_turns_avx2::<2, true>(d, entries, l, tokens, classes),
+            (3, false) => x86::decode_turns_avx2::<3, true>(d, entries, l, tokens, classes),
+            (4, false) => x86::decode_turns_avx2::<4, true>(d, entries, l, tokens, classes),
             _ => 0,
         }
     }
@@ -544,6 +560,87 @@ mod x86 {
     /// Bands one AVX2 register decodes at once: 8 lanes of 32 bits.
     pub(super) const AVX2_LANES: usize = 8;
 
+    /// Where the AVX2 kernel looks a state's symbol and range up.
+    #[derive(Clone, Copy)]
+    pub(super) enum Avx2Entries<'a> {
+        /// The tables themselves: the slot's symbol, then the symbol's range (and so
+        /// its token's class).
+        Tables(&'a [DecodeTable]),
+        /// Every slot's entry (see [`super::slot_entries`]), the classes of tokens
+        /// computed by the formula.
+        Slots(&'a [u32], ClassFormula),
+    }
+
+    /// The class of each token in a few vector operations, as
+    /// [`ContextConfig::class_of`](super::super::super::context::ContextConfig::class_of)
+    /// gives it: tokens below `direct` look theirs up in a 16-entry table, the others
+    /// are `((t - start) >> shift) + base`.
+    #[derive(Clone, Copy)]
+    pub(super) struct ClassFormula {
+        /// The classes of tokens 0 to 15 (those below `direct` used).
+        small: [u8; 16],
+        /// The first token of the formula (at most 16).
+        direct: i32,
+        start: i32,
+        shift: i32,
+        base: i32,
+    }
+
+    impl ClassFormula {
+        /// The formula of `lookup`'s configuration, when it gives the class of every
+        /// token of its alphabet (checked against the lookup's classes).
+        pub(super) fn fit(lookup: &Lookup) -> Option<ClassFormula> {
+            let cfg = lookup.cfg;
+            let k = i32::from(cfg.token_bits);
+            // Bit lengths, or with float fields a zero, two signs and then the
+            // exponents' tokens, `2^(k + 1)` apiece.
+            let (direct, start, shift, base) = match cfg.fields {
+                None => (2 << k, 0, k, k),
+                Some(_) => (3, 3, k + 1, 2),
+            };
+            let class = |t: usize| lookup.values[t] as u8;
+            let formula = ClassFormula {
+                small: std::array::from_fn(class),
+                direct,
+                start,
+                shift,
+                base,
+            };
+            let fits = direct <= 16
+                && (0..lookup.alphabet).all(|t| formula.class_of(t as i32) == i32::from(class(t)));
+            fits.then_some(formula)
+        }
+
+        /// The class of token `t`, one at a time.
+        fn class_of(&self, t: i32) -> i32 {
+            if t < self.direct {
+                i32::from(self.small[t as usize])
+            } else {
+                ((t - self.start) >> self.shift) + self.base
+            }
+        }
+
+        /// The classes of the 8 tokens of `tokens` (below 256, one a lane).
+        #[target_feature(enable = "avx2")]
+        pub(super) fn classes(&self, tokens: __m256i) -> __m256i {
+            // SAFETY: 16 bytes, unaligned.
+            let small = unsafe { _mm_loadu_si128(self.small.as_ptr().cast()) };
+            // Tokens of 128 and more look up 0, and those of 16 and more an entry of
+            // their low 4 bits: the formula's.
+            let looked_up = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(small), tokens);
+            let computed = _mm256_add_epi32(
+                _mm256_srl_epi32(
+                    _mm256_sub_epi32(tokens, _mm256_set1_epi32(self.start)),
+                    _mm_cvtsi32_si128(self.shift),
+                ),
+                _mm256_set1_epi32(self.base),
+            );
+            let by_formula = _mm256_cmpgt_epi32(tokens, _mm256_set1_epi32(self.direct - 1));
+            let classes = _mm256_blendv_epi8(looked_up, computed, by_formula);
+            _mm256_and_si256(classes, _mm256_set1_epi32(0xff))
+        }
+    }
+
     /// The low bytes of the 8 lanes of `v` as one 64-bit word, lane 0 lowest.
     #[target_feature(enable = "avx2")]
     fn low_bytes(v: __m256i) -> i64 {
@@ -557,10 +654,11 @@ mod x86 {
     }
 
     /// The kernel of [`super::decode_tokens`] for CPUs with AVX2: `V` registers of 8
-    /// bands each (8, 16 or 32 bands), each state's symbol and range gathered from the
-    /// tables of the lanes' contexts, the renormalisation words loaded at once and
-    /// moved to the lanes that take them by a permutation of [`EXPAND`] (the lanes'
-    /// mask's ranks).
+    /// bands each (8 to 32 bands), each state's slot entry gathered and its token's
+    /// class computed ([`Avx2Entries::Slots`]), or its symbol and then its range
+    /// gathered from the tables of the lanes' contexts ([`Avx2Entries::Tables`]); the
+    /// renormalisation words loaded at once and moved to the lanes that take them by a
+    /// permutation of [`EXPAND`] (the lanes' mask's ranks).
     ///
     /// # Safety
     ///
@@ -568,7 +666,7 @@ mod x86 {
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn decode_turns_avx2<const V: usize, const PARTIAL: bool>(
         dec: &mut band_rans::Decoder<'_>,
-        tables: &[DecodeTable],
+        entries: Avx2Entries<'_>,
         lookup: &Lookup,
         tokens: &mut [u8],
         classes: &mut [u8],
@@ -585,10 +683,28 @@ mod x86 {
         let cfg = lookup.cfg;
         let (width, left) = (lookup.width, lookup.left);
         debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
-        let tables_base = tables.as_ptr().cast::<i32>();
-        let table_size = std::mem::size_of::<DecodeTable>() as i32;
+        let (tables_base, slots, formula) = match entries {
+            Avx2Entries::Tables(tables) => (tables.as_ptr().cast::<i32>(), None, None),
+            Avx2Entries::Slots(slots, formula) => {
+                debug_assert!(
+                    slots.len()
+                        >= usize::from(cfg.buckets) * usize::from(cfg.split) * PROB_SCALE as usize
+                );
+                (
+                    std::ptr::null(),
+                    Some(slots.as_ptr().cast::<i32>()),
+                    Some(formula),
+                )
+            }
+        };
+        // A context's table, in bytes from the first table's, or in slot entries from
+        // the first entry.
+        let table_size = match slots {
+            None => std::mem::size_of::<DecodeTable>() as i32,
+            Some(_) => PROB_SCALE as i32,
+        };
 
-        // Contexts as the AVX-512 kernel computes them, in bytes from the first table.
+        // Contexts as the AVX-512 kernel computes them.
         let last = i32::from(cfg.buckets) - 1;
         let class_floor = _mm256_set1_epi32(1.min(last));
         let class_last = _mm256_set1_epi32(last);
@@ -601,6 +717,7 @@ mod x86 {
         let byte = _mm256_set1_epi32(0xff);
         let slot_mask = _mm256_set1_epi32((1 << PROB_BITS) - 1);
         let freq_mask = _mm256_set1_epi32((1 << CUM_SHIFT) - 1);
+        let entry_freq_mask = _mm256_set1_epi32((1 << (SLOT_OFFSET_SHIFT - 8)) - 1);
         let zero = _mm256_setzero_si256();
 
         // SAFETY: `V * 8` states of 4 bytes each (at most 32), unaligned.
@@ -645,31 +762,57 @@ mod x86 {
                 }
 
                 let slot = _mm256_and_si256(*x, slot_mask);
-                // SAFETY: `table` is a context's table (below `buckets * split`, the
-                // tables read) times its size, and the 4 bytes at a slot lie within its
-                // table (`DecodeTable` is `repr(C)`, the symbols first).
-                let symbol = unsafe {
-                    let at = _mm256_add_epi32(_mm256_add_epi32(table, symbols_at), slot);
-                    _mm256_and_si256(_mm256_i32gather_epi32::<1>(tables_base, at), byte)
-                };
-                // SAFETY: a symbol's range in its table, 4-byte aligned.
-                let range = unsafe {
-                    let at = _mm256_add_epi32(
-                        _mm256_add_epi32(table, ranges_at),
-                        _mm256_slli_epi32::<2>(symbol),
+                let (symbol, class, state) = if let (Some(slots), Some(formula)) = (slots, formula)
+                {
+                    // SAFETY: `table` is a context's first entry (below `buckets *
+                    // split` tables of 4096 entries, the entries built) and `slot` one
+                    // of its 4096.
+                    let entry = unsafe {
+                        _mm256_i32gather_epi32::<4>(slots, _mm256_add_epi32(table, slot))
+                    };
+                    let symbol = _mm256_and_si256(entry, byte);
+                    let freq = _mm256_and_si256(_mm256_srli_epi32::<8>(entry), entry_freq_mask);
+                    let quotient = _mm256_srli_epi32::<{ PROB_BITS as i32 }>(*x);
+                    let state = _mm256_add_epi32(
+                        _mm256_add_epi32(_mm256_mullo_epi32(freq, quotient), quotient),
+                        _mm256_srli_epi32::<{ SLOT_OFFSET_SHIFT as i32 }>(entry),
                     );
-                    _mm256_i32gather_epi32::<1>(tables_base, at)
-                };
-                let state = _mm256_sub_epi32(
-                    _mm256_add_epi32(
-                        _mm256_mullo_epi32(
-                            _mm256_and_si256(range, freq_mask),
-                            _mm256_srli_epi32::<{ PROB_BITS as i32 }>(*x),
+                    (symbol, formula.classes(symbol), state)
+                } else {
+                    // SAFETY: `table` is a context's table (below `buckets * split`,
+                    // the tables read) times its size, and the 4 bytes at a slot lie
+                    // within its table (`DecodeTable` is `repr(C)`, the symbols first).
+                    let symbol = unsafe {
+                        let at = _mm256_add_epi32(_mm256_add_epi32(table, symbols_at), slot);
+                        _mm256_and_si256(_mm256_i32gather_epi32::<1>(tables_base, at), byte)
+                    };
+                    // SAFETY: a symbol's range in its table, 4-byte aligned.
+                    let range = unsafe {
+                        let at = _mm256_add_epi32(
+                            _mm256_add_epi32(table, ranges_at),
+                            _mm256_slli_epi32::<2>(symbol),
+                        );
+                        _mm256_i32gather_epi32::<1>(tables_base, at)
+                    };
+                    let state = _mm256_sub_epi32(
+                        _mm256_add_epi32(
+                            _mm256_mullo_epi32(
+                                _mm256_and_si256(range, freq_mask),
+                                _mm256_srli_epi32::<{ PROB_BITS as i32 }>(*x),
+                            ),
+                            slot,
                         ),
-                        slot,
-                    ),
-                    _mm256_and_si256(_mm256_srli_epi32::<{ CUM_SHIFT as i32 }>(range), slot_mask),
-                );
+                        _mm256_and_si256(
+                            _mm256_srli_epi32::<{ CUM_SHIFT as i32 }>(range),
+                            slot_mask,
+                        ),
+                    );
+                    (
+                        symbol,
+                        _mm256_srli_epi32::<{ CLASS_SHIFT as i32 }>(range),
+                        state,
+                    )
+                };
                 // Below `BAND_L` = 2^16: nothing above the low 16 bits.
                 let renormalise = _mm256_cmpeq_epi32(_mm256_srli_epi32::<16>(state), zero);
                 let mask = _mm256_movemask_ps(_mm256_castsi256_ps(renormalise)) as usize
@@ -687,7 +830,7 @@ mod x86 {
                 *x = _mm256_blendv_epi8(state, renormalised, renormalise);
                 pos += 2 * mask.count_ones() as usize;
 
-                let class = low_bytes(_mm256_srli_epi32::<{ CLASS_SHIFT as i32 }>(range));
+                let class = low_bytes(class);
                 if lanes == AVX2_LANES {
                     // SAFETY: positions `at..at + 8` lie in both buffers (`turn < n /
                     // bands`).
@@ -1386,7 +1529,7 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::context::ContextConfig;
+    use super::super::super::context::{widest_window, ContextConfig, FloatFields};
     use super::super::super::context_ans::token_values;
     use super::super::super::rans::{normalize, DecodeTables};
     use super::*;
@@ -1585,6 +1728,57 @@ mod tests {
         }
     }
 
+    /// Every configuration's classes have a formula, and its vector form gives each
+    /// token's class.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_class_formula_gives_every_tokens_class() {
+        fn check<T: crate::word::Word>() {
+            let mut configs: Vec<ContextConfig> = (1..=2)
+                .map(|token_bits| ContextConfig {
+                    buckets: 6,
+                    split: 3,
+                    base: 3,
+                    token_bits,
+                    fields: None,
+                })
+                .collect();
+            for token_bits in 0..=4 {
+                for count in 1..=widest_window(token_bits) {
+                    configs.push(ContextConfig {
+                        token_bits,
+                        fields: Some(FloatFields::of::<T>(100, count)),
+                        ..configs[0]
+                    });
+                }
+            }
+            for cfg in configs {
+                let lookup = Lookup::new::<T>(cfg, 8, 8);
+                let formula = x86::ClassFormula::fit(&lookup).expect("a formula");
+                if !crate::isa::avx2_kernels() {
+                    continue;
+                }
+                for first in (0..lookup.alphabet).step_by(8) {
+                    let tokens: [i32; 8] = std::array::from_fn(|i| (first + i) as i32);
+                    let mut got = [0i32; 8];
+                    // SAFETY: the CPU has AVX2; 8 words of 4 bytes each, unaligned.
+                    unsafe {
+                        use std::arch::x86_64::*;
+                        let classes = formula.classes(_mm256_loadu_si256(tokens.as_ptr().cast()));
+                        _mm256_storeu_si256(got.as_mut_ptr().cast(), classes);
+                    }
+                    for (&t, &class) in tokens.iter().zip(&got) {
+                        if (t as usize) < lookup.alphabet {
+                            assert_eq!(class & 0xff, lookup.values[t as usize] as i32 & 0xff);
+                        }
+                    }
+                }
+            }
+        }
+        check::<u32>();
+        check::<u64>();
+    }
+
     /// On arbitrary streams and tables (whatever they decode to), the kernel gives the
     /// portable decoder's tokens, classes, states and stream position, for every
     /// context layout and for neighbours in the first row and turns.
@@ -1599,12 +1793,25 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(seed);
         for case in 0..80 {
             let (buckets, split) = [(1u8, 1u8), (6, 1), (16, 3), (3, 3)][case % 4];
-            let cfg = ContextConfig {
-                buckets,
-                split,
-                base: rng.gen_range(1..6),
-                token_bits: rng.gen_range(1..=2),
-                fields: None,
+            // Bit-length tokens, and every other time tokens of float fields.
+            let cfg = if case % 8 < 4 {
+                ContextConfig {
+                    buckets,
+                    split,
+                    base: rng.gen_range(1..6),
+                    token_bits: rng.gen_range(1..=2),
+                    fields: None,
+                }
+            } else {
+                let token_bits = rng.gen_range(0..=4);
+                let count = rng.gen_range(1..=widest_window(token_bits));
+                ContextConfig {
+                    buckets,
+                    split,
+                    base: rng.gen_range(1..6),
+                    token_bits,
+                    fields: Some(FloatFields::of::<T>(rng.gen_range(0..200), count)),
+                }
             };
             let lookup_classes = token_values::<T>(cfg).map(|value| value as u8);
             let mut tables = DecodeTables::new();
@@ -1668,19 +1875,25 @@ mod tests {
                     assert!(done > 0, "the kernel ran");
                 }
             }
+            // AVX2's, by slot entries and by symbol and range, on any CPU with AVX2.
             #[cfg(target_arch = "x86_64")]
-            {
+            for with_slots in [true, false] {
                 let mut fast = decoders();
                 let mut got = (vec![0u8; n], vec![0u8; n]);
                 let done = decode_tokens_avx2(
+                    with_slots,
                     &mut fast,
                     tables.as_slice(),
+                    &mut Vec::new(),
                     &lookup,
                     &mut got.0,
                     &mut got.1,
                 );
                 lookup.decode_tokens(&mut fast, tables.as_slice(), &mut got.0, &mut got.1, done);
-                assert_eq!(got, expected, "case {case} bands {bands} AVX2");
+                assert_eq!(
+                    got, expected,
+                    "case {case} bands {bands} AVX2 slots {with_slots}"
+                );
                 assert_eq!((fast.states, fast.pos), (reference.states, reference.pos));
                 if crate::isa::avx2_kernels() && stream.len() >= 4 * bands + 64 {
                     assert!(done > 0, "the AVX2 kernel ran");
