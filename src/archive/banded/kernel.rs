@@ -965,6 +965,19 @@ mod x86 {
         turn * LANES
     }
 
+    /// The token width `k` of `values`, when they are the meanings of bit-length tokens
+    /// (see [`ContextConfig::token_value`](super::super::super::context::ContextConfig::token_value)):
+    /// token `t` then has `n = max((t >> k) - 1, 0)` raw bits and the top bits `t - (n
+    /// << k)`. Tokens of meaning 0 past the first lie beyond the alphabet (never decoded).
+    pub(super) fn length_token_bits(values: &[u32; 256]) -> Option<i32> {
+        (1..=2).find(|&k| {
+            values.iter().enumerate().skip(1).all(|(t, &value)| {
+                let n = ((t >> k) as u32).saturating_sub(1);
+                value == 0 || (value >> 8 & 0xff == n && value >> 16 == t as u32 - (n << k))
+            })
+        })
+    }
+
     /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
     /// meaning is gathered from `values`; each field from the two 32-bit words of the
     /// turn's window that hold it, moved to its lane by two permutations (no gather, which
@@ -982,6 +995,7 @@ mod x86 {
         ordered: &mut [u32],
     ) -> usize {
         let turns = tokens.len().min(ordered.len()) / AVX2_LANES;
+        let by_length = length_token_bits(values).map(|k| _mm_cvtsi32_si128(k));
         let one = _mm256_set1_epi32(1);
         let thirty_one = _mm256_set1_epi32(31);
         let thirty_two = _mm256_set1_epi32(32);
@@ -994,14 +1008,18 @@ mod x86 {
         // first bit (they start by bit 7 + 7 x 32 and end by bit 263).
         while turn < turns && (at >> 3) as usize + 36 <= raw.len() {
             let p = turn * AVX2_LANES;
-            // SAFETY: positions `p..p + 8` lie in `tokens` (`turn < turns`); a token is
-            // below 256, an index of `values`.
-            let meaning = unsafe {
-                let t = _mm256_cvtepu8_epi32(_mm_loadl_epi64(tokens.as_ptr().add(p).cast()));
-                _mm256_i32gather_epi32::<4>(values.as_ptr().cast(), t)
+            // SAFETY: positions `p..p + 8` lie in `tokens` (`turn < turns`).
+            let t = unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(tokens.as_ptr().add(p).cast())) };
+            let (n, top) = if let Some(k) = by_length {
+                // `n = max((t >> k) - 1, 0)` raw bits, `top = t - (n << k)`.
+                let n = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srl_epi32(t, k), one), zero);
+                (n, _mm256_sub_epi32(t, _mm256_sll_epi32(n, k)))
+            } else {
+                // SAFETY: a token is below 256, an index of `values`.
+                let meaning = unsafe { _mm256_i32gather_epi32::<4>(values.as_ptr().cast(), t) };
+                let n = _mm256_and_si256(_mm256_srli_epi32::<8>(meaning), byte);
+                (n, _mm256_srli_epi32::<16>(meaning))
             };
-            let n = _mm256_and_si256(_mm256_srli_epi32::<8>(meaning), byte);
-            let top = _mm256_srli_epi32::<16>(meaning);
             // Inclusive prefix sums of the field widths across the lanes: within each
             // half, then the low half's total added to the high half.
             let mut sum = _mm256_add_epi32(n, _mm256_slli_si256::<4>(n));
@@ -1059,10 +1077,11 @@ mod x86 {
     ) -> usize {
         const STEP: usize = 4;
         let steps = tokens.len().min(ordered.len()) / STEP;
+        let by_length = length_token_bits(values).map(|k| _mm_cvtsi32_si128(k));
+        let (one_32, zero_32) = (_mm_set1_epi32(1), _mm_setzero_si128());
         let one = _mm256_set1_epi64x(1);
         let sixty_three = _mm256_set1_epi64x(63);
         let sixty_four = _mm256_set1_epi64x(64);
-        let byte = _mm256_set1_epi64x(0xff);
         // The high 32-bit half of each 64-bit lane's permutation index: its low half's
         // plus one.
         let high_half = _mm256_set1_epi64x(1 << 32);
@@ -1073,16 +1092,21 @@ mod x86 {
         // first bit (they start by bit 7 + 3 x 64 and end by bit 263).
         while step < steps && (at >> 3) as usize + 40 <= raw.len() {
             let p = step * STEP;
-            // SAFETY: positions `p..p + 4` lie in `tokens` (`step < steps`); a token is
-            // below 256, an index of `values`.
-            let meaning = unsafe {
-                let t = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(
-                    tokens.as_ptr().add(p).cast::<i32>().read_unaligned(),
-                ));
-                _mm256_cvtepu32_epi64(_mm_i32gather_epi32::<4>(values.as_ptr().cast(), t))
+            // SAFETY: positions `p..p + 4` lie in `tokens` (`step < steps`).
+            let t = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(unsafe {
+                tokens.as_ptr().add(p).cast::<i32>().read_unaligned()
+            }));
+            let (n, top) = if let Some(k) = by_length {
+                // As in `restore_values_avx2`, in 32-bit lanes.
+                let n = _mm_max_epi32(_mm_sub_epi32(_mm_srl_epi32(t, k), one_32), zero_32);
+                (n, _mm_sub_epi32(t, _mm_sll_epi32(n, k)))
+            } else {
+                // SAFETY: a token is below 256, an index of `values`.
+                let meaning = unsafe { _mm_i32gather_epi32::<4>(values.as_ptr().cast(), t) };
+                let n = _mm_and_si128(_mm_srli_epi32::<8>(meaning), _mm_set1_epi32(0xff));
+                (n, _mm_srli_epi32::<16>(meaning))
             };
-            let n = _mm256_and_si256(_mm256_srli_epi64::<8>(meaning), byte);
-            let top = _mm256_srli_epi64::<16>(meaning);
+            let (n, top) = (_mm256_cvtepu32_epi64(n), _mm256_cvtepu32_epi64(top));
             // Inclusive prefix sums of the field widths across the lanes: within each
             // half, then the low half's total added to the high half.
             let mut sum = _mm256_add_epi64(n, _mm256_slli_si256::<8>(n));
@@ -1594,16 +1618,59 @@ mod tests {
         (values, tokens, raw, rng.gen_range(0..8))
     }
 
-    /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), the raw-bit
-    /// kernels (the one this CPU runs, and the AVX2 one) give the portable reader's values
-    /// and bit position.
+    /// The meanings of bit-length tokens are recognised, with their token width, for
+    /// 32- and 64-bit words; those of float-field tokens are not.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bit_length_token_meanings_are_recognised() {
+        for token_bits in 1..=2 {
+            let cfg = ContextConfig {
+                token_bits,
+                ..ContextConfig::single()
+            };
+            let k = Some(i32::from(token_bits));
+            assert_eq!(x86::length_token_bits(&token_values::<u32>(cfg)), k);
+            assert_eq!(x86::length_token_bits(&token_values::<u64>(cfg)), k);
+            let fields = ContextConfig {
+                fields: Some(FloatFields::of::<u32>(120, 8)),
+                ..cfg
+            };
+            assert_eq!(x86::length_token_bits(&token_values::<u32>(fields)), None);
+        }
+    }
+
+    /// The meanings of bit-length tokens of `token_bits` for words of type `T` (which
+    /// the AVX2 kernels compute rather than look up), `tokens` redrawn from their
+    /// alphabet.
+    fn bit_length_tokens<T: crate::word::Word>(
+        rng: &mut SmallRng,
+        token_bits: usize,
+        tokens: &mut [u8],
+    ) -> [u32; 256] {
+        let cfg = ContextConfig {
+            token_bits: token_bits as u8,
+            ..ContextConfig::single()
+        };
+        let alphabet = cfg.alphabet::<T>();
+        tokens
+            .iter_mut()
+            .for_each(|t| *t = rng.gen_range(0..alphabet) as u8);
+        token_values::<T>(cfg)
+    }
+
+    /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), and on the
+    /// meanings of bit-length tokens, the raw-bit kernels (the one this CPU runs, and
+    /// the AVX2 one) give the portable reader's values and bit position.
     #[test]
     fn the_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(37);
         for case in 0..40 {
             let n = 16 * rng.gen_range(0..200);
-            let (values, tokens, raw, first_bit) =
+            let (mut values, mut tokens, raw, first_bit) =
                 arbitrary_raw_bits(&mut rng, (0, 32, 32), n, 5 * n + 200);
+            if case % 2 == 1 {
+                values = bit_length_tokens::<u32>(&mut rng, 1 + case % 4 / 2, &mut tokens);
+            }
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
             let mut kernels: Vec<(&str, RawBitKernel<u32>, bool)> =
@@ -1621,17 +1688,20 @@ mod tests {
     }
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 63 bits, the widths
-    /// 56 to 63 that take two reads in the portable reader among them), the 64-bit
-    /// raw-bit kernels (the one this CPU runs, and the AVX2 one) give the portable
-    /// reader's values and bit position.
+    /// 56 to 63 that take two reads in the portable reader among them), and on the
+    /// meanings of bit-length tokens, the 64-bit raw-bit kernels (the one this CPU
+    /// runs, and the AVX2 one) give the portable reader's values and bit position.
     #[test]
     fn the_wide_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(43);
         for case in 0..60 {
             let narrowest = [0, 40, 56][case % 3];
             let n = 16 * rng.gen_range(0..200) + [0, 4, 12][case % 3];
-            let (values, tokens, raw, first_bit) =
+            let (mut values, mut tokens, raw, first_bit) =
                 arbitrary_raw_bits(&mut rng, (narrowest, 64, 64), n, 8 * n + 300);
+            if case % 4 >= 2 {
+                values = bit_length_tokens::<u64>(&mut rng, 1 + case % 2, &mut tokens);
+            }
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
             let mut kernels: Vec<(&str, RawBitKernel<u64>, bool)> =
