@@ -383,9 +383,6 @@ fn restore_rest<'a, S: Word>(
 struct Lookup {
     /// See [`token_values`]: class (bits 0 to 7), raw bits (8 to 15), top bits (from 16).
     values: [u32; 256],
-    /// Tokens of the words' alphabet (the others are never decoded).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    alphabet: usize,
     /// The configuration's classes of `up`, their base and refinement.
     cfg: ContextConfig,
     /// Distance to `left` in band order (`G left`).
@@ -398,7 +395,6 @@ impl Lookup {
     fn new<T: Word>(cfg: ContextConfig, left: usize, width: usize) -> Lookup {
         Lookup {
             values: token_values::<T>(cfg),
-            alphabet: cfg.alphabet::<T>(),
             cfg,
             left,
             width,

@@ -588,7 +588,7 @@ mod x86 {
 
     impl ClassFormula {
         /// The formula of `lookup`'s configuration, when it gives the class of every
-        /// token of its alphabet (checked against the lookup's classes).
+        /// token of its [`alphabet`] (checked against the lookup's classes).
         pub(super) fn fit(lookup: &Lookup) -> Option<ClassFormula> {
             let cfg = lookup.cfg;
             let k = i32::from(cfg.token_bits);
@@ -607,7 +607,8 @@ mod x86 {
                 base,
             };
             let fits = direct <= 16
-                && (0..lookup.alphabet).all(|t| formula.class_of(t as i32) == i32::from(class(t)));
+                && alphabet(&lookup.values)
+                    .all(|(t, _)| formula.class_of(t as i32) == i32::from(class(t)));
             fits.then_some(formula)
         }
 
@@ -620,7 +621,8 @@ mod x86 {
             }
         }
 
-        /// The classes of the 8 tokens of `tokens` (below 256, one a lane).
+        /// The classes of the 8 tokens of `tokens` (below 256, one a lane), each in its
+        /// lane's low byte (the kernel stores those).
         #[target_feature(enable = "avx2")]
         pub(super) fn classes(&self, tokens: __m256i) -> __m256i {
             // SAFETY: 16 bytes, unaligned.
@@ -636,8 +638,7 @@ mod x86 {
                 _mm256_set1_epi32(self.base),
             );
             let by_formula = _mm256_cmpgt_epi32(tokens, _mm256_set1_epi32(self.direct - 1));
-            let classes = _mm256_blendv_epi8(looked_up, computed, by_formula);
-            _mm256_and_si256(classes, _mm256_set1_epi32(0xff))
+            _mm256_blendv_epi8(looked_up, computed, by_formula)
         }
     }
 
@@ -683,8 +684,8 @@ mod x86 {
         let cfg = lookup.cfg;
         let (width, left) = (lookup.width, lookup.left);
         debug_assert!(width.is_multiple_of(bands) && left.is_multiple_of(bands));
-        let (tables_base, slots, formula) = match entries {
-            Avx2Entries::Tables(tables) => (tables.as_ptr().cast::<i32>(), None, None),
+        let (tables_base, slots) = match entries {
+            Avx2Entries::Tables(tables) => (tables.as_ptr().cast::<i32>(), None),
             Avx2Entries::Slots(slots, formula) => {
                 debug_assert!(
                     slots.len()
@@ -692,8 +693,7 @@ mod x86 {
                 );
                 (
                     std::ptr::null(),
-                    Some(slots.as_ptr().cast::<i32>()),
-                    Some(formula),
+                    Some((slots.as_ptr().cast::<i32>(), formula)),
                 )
             }
         };
@@ -762,8 +762,7 @@ mod x86 {
                 }
 
                 let slot = _mm256_and_si256(*x, slot_mask);
-                let (symbol, class, state) = if let (Some(slots), Some(formula)) = (slots, formula)
-                {
+                let (symbol, class, state) = if let Some((slots, formula)) = slots {
                     // SAFETY: `table` is a context's first entry (below `buckets *
                     // split` tables of 4096 entries, the entries built) and `slot` one
                     // of its 4096.
@@ -968,14 +967,23 @@ mod x86 {
     /// The token width `k` of `values`, when they are the meanings of bit-length tokens
     /// (see [`ContextConfig::token_value`](super::super::super::context::ContextConfig::token_value)):
     /// token `t` then has `n = max((t >> k) - 1, 0)` raw bits and the top bits `t - (n
-    /// << k)`. Tokens of meaning 0 past the first lie beyond the alphabet (never decoded).
+    /// << k)`, for every token of the [`alphabet`].
     pub(super) fn length_token_bits(values: &[u32; 256]) -> Option<i32> {
         (1..=2).find(|&k| {
-            values.iter().enumerate().skip(1).all(|(t, &value)| {
+            alphabet(values).all(|(t, value)| {
                 let n = ((t >> k) as u32).saturating_sub(1);
-                value == 0 || (value >> 8 & 0xff == n && value >> 16 == t as u32 - (n << k))
+                value >> 8 & 0xff == n && value >> 16 == t as u32 - (n << k)
             })
         })
+    }
+
+    /// The tokens of the alphabet whose meanings (see
+    /// [`token_values`](super::super::super::context_ans::token_values)) are `values`,
+    /// with their meanings: token 0 and every token of a meaning other than 0. A token
+    /// past the alphabet has meaning 0 (it is never decoded); one within it past token
+    /// 0 has a class of at least 1.
+    fn alphabet(values: &[u32; 256]) -> impl Iterator<Item = (usize, u32)> + '_ {
+        (values.iter().copied().enumerate()).filter(|&(t, value)| t == 0 || value != 0)
     }
 
     /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
@@ -1828,7 +1836,8 @@ mod tests {
                 if !crate::isa::avx2_kernels() {
                     continue;
                 }
-                for first in (0..lookup.alphabet).step_by(8) {
+                let alphabet = cfg.alphabet::<T>();
+                for first in (0..alphabet).step_by(8) {
                     let tokens: [i32; 8] = std::array::from_fn(|i| (first + i) as i32);
                     let mut got = [0i32; 8];
                     // SAFETY: the CPU has AVX2; 8 words of 4 bytes each, unaligned.
@@ -1838,7 +1847,7 @@ mod tests {
                         _mm256_storeu_si256(got.as_mut_ptr().cast(), classes);
                     }
                     for (&t, &class) in tokens.iter().zip(&got) {
-                        if (t as usize) < lookup.alphabet {
+                        if (t as usize) < alphabet {
                             assert_eq!(class & 0xff, lookup.values[t as usize] as i32 & 0xff);
                         }
                     }
