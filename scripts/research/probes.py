@@ -17,7 +17,8 @@ machine the best of a few rounds can differ by a fifth or more between two runs 
 build; the paired median holds steadier, as a burst of load slows both sides of a pair.
 A revision is anything `git rev-parse` takes, or `.` for the working tree; `--native`
 adds the last one built with `-C target-cpu=native`. Other revisions are checked out as
-git worktrees under target/probes (`git worktree prune` after deleting it). Example: `scripts/research/probes.py HEAD~3 .`
+git worktrees under target/probes (`git worktree prune` after deleting it). Example:
+`scripts/research/probes.py HEAD~3 .`
 
 `--counts` prints, instead of timings, what one compress and one decompress call of each
 build execute, counted by Valgrind's Cachegrind with its branch simulation: instructions
