@@ -986,6 +986,168 @@ mod x86 {
         (values.iter().copied().enumerate()).filter(|&(t, value)| t == 0 || value != 0)
     }
 
+    /// The meanings of float-field tokens (see
+    /// [`ContextConfig::token_value`](super::super::super::context::ContextConfig::token_value)),
+    /// as a formula: token 0 has no raw bits and top bits 0; tokens 1 and 2 have
+    /// `sign_raw_bits` raw bits and top bits `t - 1`; token `t >= 3`, of `u = t - 3`
+    /// (exponent step `u >> (k + 1)`, sign bit `s = u & (1 << k)`, `k` the token's
+    /// mantissa bits), has `field_raw_bits` raw bits and top bits `u + (emin << k) -
+    /// ((u >> (k + 1)) << k) + (s << exponent_bits) - s`: its sign above its exponent
+    /// (the window's first plus the step) above its mantissa bits.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) struct FieldTokens {
+        /// Mantissa bits a token carries (`k`).
+        token_bits: u32,
+        /// The window's first exponent field.
+        emin: u32,
+        /// Exponent bits of the word.
+        exponent_bits: u32,
+        /// Raw bits after tokens 1 and 2.
+        sign_raw_bits: u32,
+        /// Raw bits after the tokens from 3 on.
+        field_raw_bits: u32,
+    }
+
+    impl FieldTokens {
+        /// The raw-bit count and top bits of token `t` by the formula.
+        fn meaning(self, t: u32) -> (u32, u32) {
+            let k = self.token_bits;
+            match t {
+                0 => (0, 0),
+                1 | 2 => (self.sign_raw_bits, t - 1),
+                _ => {
+                    let u = t - 3;
+                    let sign = u & 1 << k;
+                    let top = (u + (self.emin << k) - (u >> (k + 1) << k))
+                        .wrapping_add((sign << self.exponent_bits).wrapping_sub(sign));
+                    (self.field_raw_bits, top)
+                }
+            }
+        }
+
+        /// The formula that gives `values` for every token of the [`alphabet`], when
+        /// they are float-field tokens' meanings: its parameters read from tokens 1, 3
+        /// and `3 + 2^k` (the first of the negative sign), then checked on every token.
+        pub(super) fn fit(values: &[u32; 256]) -> Option<FieldTokens> {
+            let top = |t: usize| values[t] >> 16;
+            let raw_bits = |t: usize| values[t] >> 8 & 0xff;
+            (0..=super::super::super::context::MAX_FIELD_TOKEN_BITS as u32).find_map(|k| {
+                // The sign's step: `1 << (exponent_bits + k)`.
+                let step = top(3 + (1 << k)).checked_sub(top(3))?;
+                if !step.is_power_of_two() || step.trailing_zeros() < k {
+                    return None;
+                }
+                let fields = FieldTokens {
+                    token_bits: k,
+                    emin: top(3) >> k,
+                    exponent_bits: step.trailing_zeros() - k,
+                    sign_raw_bits: raw_bits(1),
+                    field_raw_bits: raw_bits(3),
+                };
+                alphabet(values)
+                    .all(|(t, value)| (value >> 8 & 0xff, value >> 16) == fields.meaning(t as u32))
+                    .then_some(fields)
+            })
+        }
+    }
+
+    /// How a raw-bit kernel finds each token's raw-bit count and top bits: computed by a
+    /// formula the meanings table was found to follow, or gathered from the table.
+    #[derive(Clone, Copy)]
+    enum Meanings {
+        /// Bit-length tokens of this width (a shift count, see [`length_token_bits`]).
+        Lengths(__m128i),
+        /// Float-field tokens (see [`FieldTokens`]).
+        Fields(FieldVectors),
+        /// Neither: gathered from the table.
+        Gathered,
+    }
+
+    /// [`FieldTokens`] as vector constants.
+    #[derive(Clone, Copy)]
+    struct FieldVectors {
+        /// The raw-bit counts of tokens 0, 1, 2 and 3 (and on) in bytes 0 to 3 of each
+        /// 128-bit lane, for a byte shuffle by `min(t, 3)`.
+        raw_bits: __m256i,
+        /// The top bits of tokens 0, 1 and 2 likewise.
+        small_tops: __m256i,
+        /// `k + 1` and `k`, shift counts.
+        above_sign: __m128i,
+        token_bits: __m128i,
+        /// The exponent's bits, a shift count.
+        exponent_bits: __m128i,
+        /// The sign bit of `u` (`1 << k`) and the window's first exponent in place
+        /// (`emin << k`), in every lane.
+        sign: __m256i,
+        emin: __m256i,
+    }
+
+    impl Meanings {
+        /// How the kernels find the meanings `values`.
+        #[target_feature(enable = "avx2")]
+        fn of(values: &[u32; 256]) -> Meanings {
+            if let Some(k) = length_token_bits(values) {
+                return Meanings::Lengths(_mm_cvtsi32_si128(k));
+            }
+            let Some(f) = FieldTokens::fit(values) else {
+                return Meanings::Gathered;
+            };
+            // Four bytes in place in each 128-bit lane, zeros after them.
+            let small = |bytes: [u32; 4]| {
+                let [a, b, c, d] = bytes.map(|v| v as i8);
+                _mm256_setr_epi8(
+                    a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, //
+                    a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                )
+            };
+            let k = f.token_bits;
+            Meanings::Fields(FieldVectors {
+                raw_bits: small([0, 1, 2, 3].map(|t| f.meaning(t).0)),
+                // Token 3's top bits need not be small: its lanes take the formula's.
+                small_tops: small([f.meaning(0).1, f.meaning(1).1, f.meaning(2).1, 0]),
+                above_sign: _mm_cvtsi32_si128(k as i32 + 1),
+                token_bits: _mm_cvtsi32_si128(k as i32),
+                exponent_bits: _mm_cvtsi32_si128(f.exponent_bits as i32),
+                sign: _mm256_set1_epi32(1 << k),
+                emin: _mm256_set1_epi32((f.emin << k) as i32),
+            })
+        }
+
+        /// The raw-bit counts and top bits of the tokens `t` (in 32-bit lanes), when
+        /// they are computed; `None` when they are to be gathered.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn computed(self, t: __m256i) -> Option<(__m256i, __m256i)> {
+            let (one, three) = (_mm256_set1_epi32(1), _mm256_set1_epi32(3));
+            match self {
+                Meanings::Lengths(k) => {
+                    // `n = max((t >> k) - 1, 0)` raw bits, `top = t - (n << k)`.
+                    let n = _mm256_sub_epi32(_mm256_srl_epi32(t, k), one);
+                    let n = _mm256_max_epi32(n, _mm256_setzero_si256());
+                    Some((n, _mm256_sub_epi32(t, _mm256_sll_epi32(n, k))))
+                }
+                Meanings::Fields(f) => {
+                    // Tokens 0 to 2 from the small tables (their lanes' upper bytes
+                    // index entry 0, which is 0), the rest by the formula.
+                    let small = _mm256_min_epu32(t, three);
+                    let n = _mm256_shuffle_epi8(f.raw_bits, small);
+                    let u = _mm256_sub_epi32(t, three);
+                    let steps = _mm256_sll_epi32(_mm256_srl_epi32(u, f.above_sign), f.token_bits);
+                    let sign = _mm256_and_si256(u, f.sign);
+                    let top = _mm256_add_epi32(
+                        _mm256_sub_epi32(_mm256_add_epi32(u, f.emin), steps),
+                        _mm256_sub_epi32(_mm256_sll_epi32(sign, f.exponent_bits), sign),
+                    );
+                    let is_small = _mm256_cmpgt_epi32(three, t);
+                    let top =
+                        _mm256_blendv_epi8(top, _mm256_shuffle_epi8(f.small_tops, small), is_small);
+                    Some((n, top))
+                }
+                Meanings::Gathered => None,
+            }
+        }
+    }
+
     /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
     /// meaning is computed ([`length_token_bits`]) or gathered from `values`; each field
     /// from the two 32-bit words of the turn's window that hold it, moved to its lane by
@@ -1003,7 +1165,7 @@ mod x86 {
         ordered: &mut [u32],
     ) -> usize {
         let turns = tokens.len().min(ordered.len()) / AVX2_LANES;
-        let by_length = length_token_bits(values).map(|k| _mm_cvtsi32_si128(k));
+        let meanings = Meanings::of(values);
         let one = _mm256_set1_epi32(1);
         let thirty_one = _mm256_set1_epi32(31);
         let thirty_two = _mm256_set1_epi32(32);
@@ -1018,16 +1180,12 @@ mod x86 {
             let p = turn * AVX2_LANES;
             // SAFETY: positions `p..p + 8` lie in `tokens` (`turn < turns`).
             let t = unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(tokens.as_ptr().add(p).cast())) };
-            let (n, top) = if let Some(k) = by_length {
-                // `n = max((t >> k) - 1, 0)` raw bits, `top = t - (n << k)`.
-                let n = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srl_epi32(t, k), one), zero);
-                (n, _mm256_sub_epi32(t, _mm256_sll_epi32(n, k)))
-            } else {
+            let (n, top) = meanings.computed(t).unwrap_or_else(|| {
                 // SAFETY: a token is below 256, an index of `values`.
                 let meaning = unsafe { _mm256_i32gather_epi32::<4>(values.as_ptr().cast(), t) };
                 let n = _mm256_and_si256(_mm256_srli_epi32::<8>(meaning), byte);
                 (n, _mm256_srli_epi32::<16>(meaning))
-            };
+            });
             // Inclusive prefix sums of the field widths across the lanes: within each
             // half, then the low half's total added to the high half.
             let mut sum = _mm256_add_epi32(n, _mm256_slli_si256::<4>(n));
@@ -1085,8 +1243,7 @@ mod x86 {
     ) -> usize {
         const STEP: usize = 4;
         let steps = tokens.len().min(ordered.len()) / STEP;
-        let by_length = length_token_bits(values).map(|k| _mm_cvtsi32_si128(k));
-        let (one_32, zero_32) = (_mm_set1_epi32(1), _mm_setzero_si128());
+        let meanings = Meanings::of(values);
         let one = _mm256_set1_epi64x(1);
         let sixty_three = _mm256_set1_epi64x(63);
         let sixty_four = _mm256_set1_epi64x(64);
@@ -1104,15 +1261,16 @@ mod x86 {
             let t = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(unsafe {
                 tokens.as_ptr().add(p).cast::<i32>().read_unaligned()
             }));
-            let (n, top) = if let Some(k) = by_length {
-                // As in `restore_values_avx2`, in 32-bit lanes.
-                let n = _mm_max_epi32(_mm_sub_epi32(_mm_srl_epi32(t, k), one_32), zero_32);
-                (n, _mm_sub_epi32(t, _mm_sll_epi32(n, k)))
-            } else {
-                // SAFETY: a token is below 256, an index of `values`.
-                let meaning = unsafe { _mm_i32gather_epi32::<4>(values.as_ptr().cast(), t) };
-                let n = _mm_and_si128(_mm_srli_epi32::<8>(meaning), _mm_set1_epi32(0xff));
-                (n, _mm_srli_epi32::<16>(meaning))
+            // The 4 tokens' meanings in the low half of the 8-lane computation.
+            let computed = meanings.computed(_mm256_zextsi128_si256(t));
+            let (n, top) = match computed {
+                Some((n, top)) => (_mm256_castsi256_si128(n), _mm256_castsi256_si128(top)),
+                None => {
+                    // SAFETY: a token is below 256, an index of `values`.
+                    let meaning = unsafe { _mm_i32gather_epi32::<4>(values.as_ptr().cast(), t) };
+                    let n = _mm_and_si128(_mm_srli_epi32::<8>(meaning), _mm_set1_epi32(0xff));
+                    (n, _mm_srli_epi32::<16>(meaning))
+                }
             };
             let (n, top) = (_mm256_cvtepu32_epi64(n), _mm256_cvtepu32_epi64(top));
             // Inclusive prefix sums of the field widths across the lanes: within each
@@ -1561,7 +1719,9 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::context::{widest_window, ContextConfig, FloatFields};
+    use super::super::super::context::{
+        widest_window, ContextConfig, FloatFields, MAX_FIELD_TOKEN_BITS,
+    };
     use super::super::super::context_ans::token_values;
     use super::super::super::rans::{normalize, DecodeTables};
     use super::*;
@@ -1647,6 +1807,64 @@ mod tests {
         }
     }
 
+    /// The meanings of float-field tokens follow the formula the AVX2 kernels compute,
+    /// for every token width and window (first, middle and last) of 32- and 64-bit
+    /// words; bit-length tokens do not.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn float_field_token_meanings_are_recognised() {
+        fn check<T: crate::word::Word>() {
+            let exponents = 1u32 << FloatFields::of::<T>(0, 1).exponent_bits;
+            for token_bits in 0..=MAX_FIELD_TOKEN_BITS {
+                let widest = u32::from(widest_window(token_bits));
+                for count in [1, 2, widest / 2, widest] {
+                    for emin in [0, exponents / 2 - count / 2, exponents - count] {
+                        let cfg = ContextConfig {
+                            token_bits,
+                            fields: Some(FloatFields::of::<T>(emin as u16, count as u8)),
+                            ..ContextConfig::single()
+                        };
+                        let values = token_values::<T>(cfg);
+                        let fit = x86::FieldTokens::fit(&values);
+                        assert!(fit.is_some(), "{} bits, {cfg:?}", T::BITS);
+                    }
+                }
+            }
+            for token_bits in 1..=2 {
+                let cfg = ContextConfig {
+                    token_bits,
+                    ..ContextConfig::single()
+                };
+                assert_eq!(x86::FieldTokens::fit(&token_values::<T>(cfg)), None);
+            }
+        }
+        check::<u32>();
+        check::<u64>();
+    }
+
+    /// The meanings of float-field tokens of a random window for words of type `T`
+    /// (which the AVX2 kernels compute rather than look up), `tokens` redrawn from
+    /// their alphabet.
+    fn float_field_tokens<T: crate::word::Word>(
+        rng: &mut SmallRng,
+        tokens: &mut [u8],
+    ) -> [u32; 256] {
+        let token_bits = rng.gen_range(0..=MAX_FIELD_TOKEN_BITS);
+        let exponents = 1u16 << FloatFields::of::<T>(0, 1).exponent_bits;
+        let count = rng.gen_range(1..=widest_window(token_bits));
+        let emin = rng.gen_range(0..=exponents - u16::from(count));
+        let cfg = ContextConfig {
+            token_bits,
+            fields: Some(FloatFields::of::<T>(emin, count)),
+            ..ContextConfig::single()
+        };
+        let alphabet = cfg.alphabet::<T>();
+        tokens
+            .iter_mut()
+            .for_each(|t| *t = rng.gen_range(0..alphabet) as u8);
+        token_values::<T>(cfg)
+    }
+
     /// The meanings of bit-length tokens of `token_bits` for words of type `T` (which
     /// the AVX2 kernels compute rather than look up), `tokens` redrawn from their
     /// alphabet.
@@ -1667,7 +1885,7 @@ mod tests {
     }
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), and on the
-    /// meanings of bit-length tokens, the raw-bit kernels (the one this CPU runs, and
+    /// meanings of bit-length and float-field tokens, the raw-bit kernels (the one this CPU runs, and
     /// the AVX2 one) give the portable reader's values and bit position.
     #[test]
     fn the_raw_bit_kernel_reads_as_the_portable_reader() {
@@ -1676,8 +1894,10 @@ mod tests {
             let n = 16 * rng.gen_range(0..200);
             let (mut values, mut tokens, raw, first_bit) =
                 arbitrary_raw_bits(&mut rng, (0, 32, 32), n, 5 * n + 200);
-            if case % 2 == 1 {
-                values = bit_length_tokens::<u32>(&mut rng, 1 + case % 4 / 2, &mut tokens);
+            if case % 3 == 1 {
+                values = bit_length_tokens::<u32>(&mut rng, 1 + case % 2, &mut tokens);
+            } else if case % 3 == 2 {
+                values = float_field_tokens::<u32>(&mut rng, &mut tokens);
             }
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
@@ -1697,7 +1917,7 @@ mod tests {
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 63 bits, the widths
     /// 56 to 63 that take two reads in the portable reader among them), and on the
-    /// meanings of bit-length tokens, the 64-bit raw-bit kernels (the one this CPU
+    /// meanings of bit-length and float-field tokens, the 64-bit raw-bit kernels (the one this CPU
     /// runs, and the AVX2 one) give the portable reader's values and bit position.
     #[test]
     fn the_wide_raw_bit_kernel_reads_as_the_portable_reader() {
@@ -1707,8 +1927,10 @@ mod tests {
             let n = 16 * rng.gen_range(0..200) + [0, 4, 12][case % 3];
             let (mut values, mut tokens, raw, first_bit) =
                 arbitrary_raw_bits(&mut rng, (narrowest, 64, 64), n, 8 * n + 300);
-            if case % 4 >= 2 {
-                values = bit_length_tokens::<u64>(&mut rng, 1 + case % 2, &mut tokens);
+            if case % 4 == 2 {
+                values = bit_length_tokens::<u64>(&mut rng, 1 + case / 4 % 2, &mut tokens);
+            } else if case % 4 == 3 {
+                values = float_field_tokens::<u64>(&mut rng, &mut tokens);
             }
             // The kernel this CPU runs, and the AVX2 kernel wherever the CPU has AVX2.
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
