@@ -1858,11 +1858,7 @@ mod tests {
             fields: Some(FloatFields::of::<T>(emin, count)),
             ..ContextConfig::single()
         };
-        let alphabet = cfg.alphabet::<T>();
-        tokens
-            .iter_mut()
-            .for_each(|t| *t = rng.gen_range(0..alphabet) as u8);
-        token_values::<T>(cfg)
+        meanings_of::<T>(rng, cfg, tokens)
     }
 
     /// The meanings of bit-length tokens of `token_bits` for words of type `T` (which
@@ -1877,6 +1873,16 @@ mod tests {
             token_bits: token_bits as u8,
             ..ContextConfig::single()
         };
+        meanings_of::<T>(rng, cfg, tokens)
+    }
+
+    /// The token meanings of `cfg` for words of type `T`, `tokens` redrawn from its
+    /// alphabet.
+    fn meanings_of<T: crate::word::Word>(
+        rng: &mut SmallRng,
+        cfg: ContextConfig,
+        tokens: &mut [u8],
+    ) -> [u32; 256] {
         let alphabet = cfg.alphabet::<T>();
         tokens
             .iter_mut()
@@ -1885,8 +1891,8 @@ mod tests {
     }
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 31 bits), and on the
-    /// meanings of bit-length and float-field tokens, the raw-bit kernels (the one this CPU runs, and
-    /// the AVX2 one) give the portable reader's values and bit position.
+    /// meanings of bit-length and float-field tokens, the raw-bit kernels (the one this
+    /// CPU runs, and the AVX2 one) give the portable reader's values and bit position.
     #[test]
     fn the_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(37);
@@ -1917,8 +1923,9 @@ mod tests {
 
     /// On arbitrary raw bits and token meanings (fields of 0 to 63 bits, the widths
     /// 56 to 63 that take two reads in the portable reader among them), and on the
-    /// meanings of bit-length and float-field tokens, the 64-bit raw-bit kernels (the one this CPU
-    /// runs, and the AVX2 one) give the portable reader's values and bit position.
+    /// meanings of bit-length and float-field tokens, the 64-bit raw-bit kernels (the
+    /// one this CPU runs, and the AVX2 one) give the portable reader's values and bit
+    /// position.
     #[test]
     fn the_wide_raw_bit_kernel_reads_as_the_portable_reader() {
         let mut rng = SmallRng::seed_from_u64(43);
