@@ -1149,9 +1149,10 @@ mod x86 {
     }
 
     /// See [`super::restore_values`]: the AVX2 kernel, 8 tokens at a time. Each token's
-    /// meaning is computed ([`length_token_bits`]) or gathered from `values`; each field
-    /// from the two 32-bit words of the turn's window that hold it, moved to its lane by
-    /// two permutations (no gather, which costs a load a lane) and shifted into place.
+    /// meaning is computed (bit-length and float-field tokens, see [`Meanings`]) or
+    /// gathered from `values`; each field from the two 32-bit words of the turn's window
+    /// that hold it, moved to its lane by two permutations (no gather, which costs a load
+    /// a lane) and shifted into place.
     ///
     /// # Safety
     ///
@@ -1226,9 +1227,9 @@ mod x86 {
     }
 
     /// See [`super::restore_wide_values`]: the AVX2 kernel, 4 tokens at a time. Each
-    /// token's meaning is computed ([`length_token_bits`]) or gathered from `values`;
-    /// each field from the two 64-bit words of the step's window that hold it, moved to
-    /// its lane by two permutations and shifted into place.
+    /// token's meaning is computed (bit-length and float-field tokens, see [`Meanings`])
+    /// or gathered from `values`; each field from the two 64-bit words of the step's
+    /// window that hold it, moved to its lane by two permutations and shifted into place.
     ///
     /// # Safety
     ///
