@@ -233,9 +233,12 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
             let (f, start) = interval(bit, p_one);
             x = f * (x >> PROB_BITS) + slot - start;
             if x < STATE_LOW {
-                let word = words.next().ok_or(StreamError::Truncated(
-                    "context bit planes: rANS stream ends early",
-                ))?;
+                // `let else`, not `ok_or`: that builds the error and drops it each time.
+                let Some(word) = words.next() else {
+                    return Err(StreamError::Truncated(
+                        "context bit planes: rANS stream ends early",
+                    ));
+                };
                 x = x << 16 | word;
             }
             model[c].update(bit);

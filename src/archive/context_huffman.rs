@@ -63,9 +63,10 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
         let left = if i >= step { classes[i - step] } else { 0 };
         let up = if i >= width { classes[i - width] } else { left };
         let decoder = &decoders[cfg.context(up, left)];
-        let (t, len) = decoder
-            .decode(r.peek(MAX_CODE_LEN) as u32)
-            .ok_or(StreamError::Invalid("invalid Huffman code"))?;
+        // `let else`, not `ok_or`: that builds the error and drops it for every value.
+        let Some((t, len)) = decoder.decode(r.peek(MAX_CODE_LEN) as u32) else {
+            return Err(StreamError::Invalid("invalid Huffman code"));
+        };
         r.consume(len);
         (out[i], classes[i]) = cfg.read_value(t as u8, &mut r);
     }

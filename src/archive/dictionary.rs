@@ -148,9 +148,10 @@ pub fn decode<T: Word>(input: &[u8], dims: Dims, out: &mut [T]) -> Result<(), St
     let stream = &rest[used..];
     let mut r = BitReader::new(stream);
     for o in out.iter_mut() {
-        let (s, len) = decoder
-            .decode(r.peek(MAX_CODE_LEN) as u32)
-            .ok_or(StreamError::Invalid("invalid Huffman code"))?;
+        // `let else`, not `ok_or`: that builds the error and drops it for every value.
+        let Some((s, len)) = decoder.decode(r.peek(MAX_CODE_LEN) as u32) else {
+            return Err(StreamError::Invalid("invalid Huffman code"));
+        };
         r.consume(len);
         *o = dictionary[usize::from(s)];
     }

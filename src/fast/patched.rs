@@ -736,6 +736,20 @@ impl Kernels for Avx2 {
     }
 
     #[inline(always)]
+    fn packs_fast(self, b: u32) -> bool {
+        self.packs(b)
+    }
+
+    #[inline(always)]
+    fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        if self.packs(b) {
+            self.pack(values, b, buf)
+        } else {
+            pack_whole_group(values, b, buf)
+        }
+    }
+
+    #[inline(always)]
     fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32 {
         Avx2::gather_longer(self, values, b, high)
     }
@@ -929,7 +943,10 @@ fn decode_group<T: Word>(
     simd: Option<Avx2>,
     wide: Option<Avx512>,
 ) -> Result<usize, StreamError> {
-    let &h = input.get(pos).ok_or(TRUNCATED)?;
+    // `let else`, not `ok_or`: that builds the error and drops it for every group.
+    let Some(&h) = input.get(pos) else {
+        return Err(TRUNCATED);
+    };
     let b = u32::from(h & !HAS_EXCEPTIONS);
     if b > T::BITS {
         return Err(StreamError::WidthForWord {
@@ -941,7 +958,9 @@ fn decode_group<T: Word>(
     if h & HAS_EXCEPTIONS == 0 {
         return unpack_field(input, pos + 1, b, group, padded, simd, wide);
     }
-    let &e_byte = input.get(pos + 1).ok_or(TRUNCATED)?;
+    let Some(&e_byte) = input.get(pos + 1) else {
+        return Err(TRUNCATED);
+    };
     let at = unpack_field(input, pos + 2, b, group, padded, simd, wide)?;
     patch(input, at, b, e_byte, group, padded, simd)
 }

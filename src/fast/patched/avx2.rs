@@ -61,6 +61,79 @@ static STEPS: [[Step; 2]; 33] = {
     steps
 };
 
+/// Widths up to this one unpack (and from [`NARROWEST_PACKED`] pack) 8 fields at a
+/// time, one in each 32-bit lane ([`NARROW`]): a field of at most 25 bits, shifted by
+/// its bit offset (at most 7) in its first byte, lies within the 4 bytes from that byte.
+const WIDEST_NARROW: usize = 25;
+
+/// The narrowest width packed 8 fields at a time: from 8 bits on, no two even (or odd)
+/// fields of a block share a byte, so two byte shuffles place every field.
+const NARROWEST_PACKED: usize = 8;
+
+/// How to move the 8 fields of an 8-field block of a narrow width between their packed
+/// bytes (fields 0-3 from the block's first byte, 4-7 from byte `split`) and the 32-bit
+/// lanes of a vector, each lane holding its field shifted left by the field's bit offset
+/// in its first byte.
+#[derive(Clone, Copy)]
+struct Narrow {
+    /// Byte offset (from the block's first byte) of fields 4-7's bytes: the byte where
+    /// field 4 starts.
+    split: usize,
+    /// Each 32-bit lane's shift: its field's bit offset in its first byte.
+    shifts: [u32; 8],
+    /// Unpacking's `vpshufb` control: lane `l`'s 4 bytes from its half's 16 bytes.
+    gather: [u8; 32],
+    /// Packing's `vpshufb` controls: each packed byte from the even (`scatter[0]`) or
+    /// odd (`scatter[1]`) field whose bytes cover it, if any (else zero).
+    scatter: [[u8; 32]; 2],
+    /// Packing's `vpshufb` control of the byte fields 3 and 4 may share: byte `split`
+    /// of the first half moved to byte 0, zeros elsewhere.
+    shared: [u8; 16],
+}
+
+/// The [`Narrow`] tables of each width 0 to [`WIDEST_NARROW`] (computed at compile
+/// time; the packing controls from [`NARROWEST_PACKED`] on).
+static NARROW: [Narrow; WIDEST_NARROW + 1] = {
+    // `vpshufb` zeroes a byte whose control has its top bit set.
+    const ZERO: u8 = 0x80;
+    let mut steps = [Narrow {
+        split: 0,
+        shifts: [0; 8],
+        gather: [0; 32],
+        scatter: [[ZERO; 32]; 2],
+        shared: [ZERO; 16],
+    }; WIDEST_NARROW + 1];
+    let mut w = 0;
+    while w <= WIDEST_NARROW {
+        let split = 4 * w / 8;
+        let step = &mut steps[w];
+        step.split = split;
+        step.shared[0] = split as u8;
+        let mut field = 0;
+        while field < 8 {
+            // Field `f` starts in byte `f * w / 8` of the block, at bit `f * w % 8`;
+            // fields 0-3 are in the vector's first 128-bit half, 4-7 in its second.
+            let (half, lane) = (field / 4, field % 4);
+            let from = field * w / 8 - half * split;
+            let shift = field * w % 8;
+            step.shifts[field] = shift as u32;
+            let mut k = 0;
+            while k < 4 {
+                step.gather[4 * field + k] = (from + k) as u8;
+                k += 1;
+            }
+            let mut k = 0;
+            while w >= NARROWEST_PACKED && k < (shift + w).div_ceil(8) {
+                step.scatter[field % 2][16 * half + from + k] = (4 * lane + k) as u8;
+                k += 1;
+            }
+            field += 1;
+        }
+        w += 1;
+    }
+    steps
+};
+
 /// Proof that the CPU runs these kernels (AVX2 and POPCNT, detected at run time): only
 /// [`Avx2::detect`] makes one, so the kernels, its methods, need not check again on
 /// every call.
@@ -85,6 +158,28 @@ impl Avx2 {
         // SAFETY: AVX2 is present (`self` proves it) and `src` holds every byte the
         // kernel reads (asserted above; see `x86::unpack`).
         unsafe { x86::unpack(src, width, out) }
+    }
+
+    /// Whether [`Avx2::pack`] packs fields of `width` bits (8 to 25).
+    #[inline]
+    pub fn packs(self, width: u32) -> bool {
+        (NARROWEST_PACKED..=WIDEST_NARROW).contains(&(width as usize))
+    }
+
+    /// Writes the low `width` bits of each of `values` to the start of `buf`, packed as
+    /// the portable loop packs them; the bytes they take, `4 width`. Up to 16 bytes after
+    /// them may be overwritten.
+    ///
+    /// # Panics
+    ///
+    /// If [`Avx2::packs`] does not take `width`, or `buf` holds fewer than `4 width + 16`
+    /// bytes.
+    #[inline]
+    pub fn pack(self, values: &[u32; GROUP], width: u32, buf: &mut [u8]) -> usize {
+        assert!(self.packs(width) && buf.len() >= 4 * width as usize + 16);
+        // SAFETY: AVX2 is present (`self` proves it), `width` is in the kernel's range
+        // and `buf` holds more than the `3 width + width / 2 + 16` bytes it writes.
+        unsafe { x86::pack(values, width, buf) }
     }
 
     /// ORs `high[j] << shift` into `out[i]` for the `j`-th set bit `i` of `bitmap`, for
@@ -172,7 +267,7 @@ static COMPACT: [[u32; 8]; 256] = {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GroupLayout, COMPACT, GROUP, STEPS};
+    use super::{GroupLayout, COMPACT, GROUP, NARROW, NARROWEST_PACKED, STEPS, WIDEST_NARROW};
     use crate::bits::ranks::EXPAND;
 
     /// # Safety
@@ -344,9 +439,14 @@ mod x86 {
     ///
     /// AVX2 must be present and `src` must hold `ceil(32 * width / 8) + 16` bytes: the
     /// loads of block `u` start at `u * width + loads[s]` bytes, at most
-    /// `3 * width + 6 * width / 8`, and read 16 bytes.
+    /// `3 * width + 6 * width / 8`, and read 16 bytes (narrow widths: see
+    /// [`unpack_narrow`]).
     #[target_feature(enable = "avx2")]
     pub unsafe fn unpack(src: &[u8], width: u32, out: &mut [u32; GROUP]) {
+        if width as usize <= WIDEST_NARROW {
+            // SAFETY: the same contract (its loads read less).
+            return unsafe { unpack_narrow(src, width, out) };
+        }
         let steps = &STEPS[width as usize];
         let mask = _mm256_set1_epi64x(((1u64 << width) - 1) as i64);
         let pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
@@ -380,6 +480,84 @@ mod x86 {
             // SAFETY: `out` holds 32 values; block `block` writes values 8 * block..+8.
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(8 * block).cast(), eight) };
         }
+    }
+
+    /// [`unpack`] of a width up to [`WIDEST_NARROW`]: a block of 8 fields from one
+    /// shuffle of two 16-byte loads, at `u * width` and `u * width + split` for block `u`
+    /// (`split` at most `width / 2`).
+    ///
+    /// # Safety
+    ///
+    /// AVX2 must be present, `width` at most [`WIDEST_NARROW`] and `src` must hold
+    /// `ceil(32 * width / 8) + 16` bytes.
+    #[target_feature(enable = "avx2")]
+    unsafe fn unpack_narrow(src: &[u8], width: u32, out: &mut [u32; GROUP]) {
+        let step = &NARROW[width as usize];
+        // SAFETY: `gather` and `shifts` are 32-byte arrays.
+        let (control, shifts) = unsafe {
+            (
+                _mm256_loadu_si256(step.gather.as_ptr().cast()),
+                _mm256_loadu_si256(step.shifts.as_ptr().cast()),
+            )
+        };
+        let mask = _mm256_set1_epi32(((1u32 << width) - 1) as i32);
+        for block in 0..GROUP / 8 {
+            // SAFETY: the loads start at most `3 * width + width / 2` bytes into `src`
+            // and read 16 bytes, within its `4 * width + 16`; block `block` writes values
+            // 8 * block..+8 of `out`.
+            unsafe {
+                let p = src.as_ptr().add(block * width as usize);
+                let bytes = _mm256_loadu2_m128i(p.add(step.split).cast(), p.cast());
+                let fields = _mm256_and_si256(
+                    _mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, control), shifts),
+                    mask,
+                );
+                _mm256_storeu_si256(out.as_mut_ptr().add(8 * block).cast(), fields);
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// AVX2 must be present, `width` from [`NARROWEST_PACKED`] to [`WIDEST_NARROW`],
+    /// and `buf` must hold `3 * width + width / 2 + 16` bytes: block `u` stores 16 bytes
+    /// at `u * width` and 16 at `u * width + split`.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn pack(values: &[u32; GROUP], width: u32, buf: &mut [u8]) -> usize {
+        debug_assert!((NARROWEST_PACKED..=WIDEST_NARROW).contains(&(width as usize)));
+        let step = &NARROW[width as usize];
+        // SAFETY: the controls and `shifts` are 32-byte arrays, `shared` 16 bytes.
+        let (even, odd, shifts, shared) = unsafe {
+            (
+                _mm256_loadu_si256(step.scatter[0].as_ptr().cast()),
+                _mm256_loadu_si256(step.scatter[1].as_ptr().cast()),
+                _mm256_loadu_si256(step.shifts.as_ptr().cast()),
+                _mm_loadu_si128(step.shared.as_ptr().cast()),
+            )
+        };
+        let mask = _mm256_set1_epi32(((1u32 << width) - 1) as i32);
+        for (block, values) in load_group(values).into_iter().enumerate() {
+            let shifted = _mm256_sllv_epi32(_mm256_and_si256(values, mask), shifts);
+            let bytes = _mm256_or_si256(
+                _mm256_shuffle_epi8(shifted, even),
+                _mm256_shuffle_epi8(shifted, odd),
+            );
+            // Fields 0-3's bytes, then 4-7's from byte `split` on, over them: the byte
+            // they share (when field 4 starts mid-byte) takes field 3's bits as well.
+            let low = _mm256_castsi256_si128(bytes);
+            let high = _mm_or_si128(
+                _mm256_extracti128_si256::<1>(bytes),
+                _mm_shuffle_epi8(low, shared),
+            );
+            // SAFETY: both stores end by `3 * width + split + 16` bytes, within `buf`
+            // (the function's contract).
+            unsafe {
+                let p = buf.as_mut_ptr().add(block * width as usize);
+                _mm_storeu_si128(p.cast(), low);
+                _mm_storeu_si128(p.add(step.split).cast(), high);
+            }
+        }
+        4 * width as usize
     }
 
     /// # Safety
@@ -489,6 +667,29 @@ mod tests {
             let mut out = [0u32; GROUP];
             avx2.unpack(&src, width, &mut out);
             assert_eq!(out, fields, "width {width}");
+        }
+    }
+
+    #[test]
+    fn packs_every_narrow_width_like_the_portable_loop() {
+        let Some(avx2) = Avx2::detect() else {
+            return;
+        };
+        let packed_widths: Vec<u32> = (1..=32).filter(|&w| avx2.packs(w)).collect();
+        assert_eq!(packed_widths, (8..=25).collect::<Vec<u32>>());
+        for width in packed_widths {
+            // Bits above the width must be dropped.
+            let values: [u32; GROUP] = std::array::from_fn(|i| {
+                (i as u32 + 1).wrapping_mul(0x9E37_79B9).rotate_left(width) | 1 << 31
+            });
+            let mut buf = [0xAAu8; 4 * GROUP + 16];
+            assert_eq!(avx2.pack(&values, width, &mut buf), 4 * width as usize);
+            let bytes = 4 * width as usize;
+            assert_eq!(
+                buf[..bytes],
+                packed(&values, width)[..bytes],
+                "width {width}"
+            );
         }
     }
 

@@ -20,6 +20,16 @@ impl Avx2 {
     }
 
     /// Never called (no `Avx2` exists).
+    pub fn packs(self, _width: u32) -> bool {
+        match self {}
+    }
+
+    /// Never called (no `Avx2` exists).
+    pub fn pack(self, _values: &[u32; GROUP], _width: u32, _buf: &mut [u8]) -> usize {
+        match self {}
+    }
+
+    /// Never called (no `Avx2` exists).
     pub fn expand_or(
         self,
         _high: &[u32; GROUP],
