@@ -1,8 +1,8 @@
 //! AVX2 kernels of patched packing for groups of 32 32-bit words. For the decoder:
 //! unpacking 32 fixed-width fields, and expanding packed exception high parts to their
 //! positions. For the encoder: choosing a group's layout (counting the values each width
-//! leaves as exceptions and sizing every width at once), and locating and gathering the
-//! exceptions' high parts.
+//! leaves as exceptions and sizing every width at once), locating and gathering the
+//! exceptions' high parts, and packing fields of 8 to 25 bits.
 //!
 //! Each produces exactly what the portable loops in [`super`] produce (tests
 //! compare them); the coder uses them when the CPU has AVX2 (detected at run time: an
