@@ -485,7 +485,7 @@ fn encode_group<T: Word, K: Kernels>(
     match simd_words(&highs, simd) {
         // The kernels pack all 32: the zeros after the exceptions' pad the last byte.
         Some((kernels, words)) if kernels.packs_fast(choice.e) => {
-            kernels.pack_lows(words, choice.e, &mut buf[at..]);
+            kernels.pack_fast(words, choice.e, &mut buf[at..]);
             at + high_bytes
         }
         _ => at + pack_highs(&highs, choice.exceptions, choice.e, &mut buf[at..]),
@@ -688,16 +688,27 @@ trait Kernels: Copy {
     fn gather_longer(self, values: &[u32; GROUP], b: u32, high: &mut [u32; GROUP]) -> u32;
 
     /// Writes the low `b` (1 to 32) bits of each of `values` to the start of `buf`
-    /// (which holds [`SCRATCH`]` - 2` bytes); the bytes they take, `4 b`. Up to 128
-    /// bytes from the start may be overwritten.
+    /// (which holds [`SCRATCH`]` - 2` bytes), by [`Kernels::pack_fast`] where it takes
+    /// `b`, else by the portable packing; the bytes they take, `4 b`. Up to 128 bytes
+    /// from the start may be overwritten.
     fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
-        pack_whole_group(values, b, buf)
+        if self.packs_fast(b) {
+            self.pack_fast(values, b, buf)
+        } else {
+            pack_whole_group(values, b, buf)
+        }
     }
 
-    /// Whether [`Kernels::pack_lows`] packs `b`-bit fields faster than the portable
+    /// Whether [`Kernels::pack_fast`] packs `b`-bit fields, faster than the portable
     /// loop packs a few of them.
     fn packs_fast(self, _b: u32) -> bool {
         false
+    }
+
+    /// [`Kernels::pack_lows`] by the kernels, for a width [`Kernels::packs_fast`] takes
+    /// (the portable packing where there is no such kernel).
+    fn pack_fast(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        pack_whole_group(values, b, buf)
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
@@ -741,12 +752,8 @@ impl Kernels for Avx2 {
     }
 
     #[inline(always)]
-    fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
-        if self.packs(b) {
-            self.pack(values, b, buf)
-        } else {
-            pack_whole_group(values, b, buf)
-        }
+    fn pack_fast(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        self.pack(values, b, buf)
     }
 
     #[inline(always)]
@@ -790,12 +797,8 @@ impl Kernels for Avx512 {
     }
 
     #[inline(always)]
-    fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
-        if self.packs_fast(b) {
-            self.pack(values, b, buf)
-        } else {
-            pack_whole_group(values, b, buf)
-        }
+    fn pack_fast(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
+        self.pack(values, b, buf)
     }
 
     #[inline(always)]
