@@ -1,6 +1,6 @@
 //! Which axis of a chunk its series run along: the caller's time axis is a hint, and
 //! the encoder predicts along whichever axis a sample says predicts best; and which
-//! axis after it gives each word its spatial neighbour (see [`choose_spatial`]).
+//! axis after it gives each word its spatial neighbour (see [`choose`]).
 //!
 //! A chunk of one time step (a writer appending one dump per chunk) has nothing to
 //! predict along time, but its neighbouring channels are close; a chunk laid out

@@ -13,7 +13,7 @@ use crate::scaled::{self, Scales};
 use crate::shift;
 use crate::tile::{self, RowSegments, StridedRows, TileRows, TILE_HEADER_LEN};
 
-/// Decompresses a chunk produced by [`compress`](crate::compress).
+/// Decompresses a chunk produced by [`compress`](fn@crate::compress).
 pub fn decompress(input: &[u8]) -> Result<Vec<u8>> {
     decompress_with(input, u64::MAX, 0)
 }

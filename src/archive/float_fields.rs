@@ -1,4 +1,4 @@
-//! Coder 10: the context model's rANS coding (see [`context_ans`](super::context_ans))
+//! Coder 10: the context model's rANS coding (see [`context_ans`])
 //! with tokens of a word's float fields, its sign, its exponent and the top mantissa
 //! bits, instead of bit lengths. Values that no predictor helps (noise, single
 //! integrations) are coded by their distribution, as pcodec's classic mode codes them:

@@ -145,9 +145,10 @@ fn quantises_f32(bits: u32, scale: f64, inverse: f64) -> bool {
 /// [`HEAD_WORDS`] words that are not zero), the largest magnitude over common full-scale
 /// integers, then the head's own scale; then the smallest rung (the smallest magnitude,
 /// or the smallest gap between magnitudes) taken as 1 to 64 times the scale and climbed
-/// through the larger rungs (see [`climb`]), then the full-scale candidates again (for
-/// a group no longer than its head); each in the forms of [`forms`], rounded to float32,
-/// as it is, and as the middle of the interval of scales the words' rounding allows.
+/// through the larger rungs (see [`climb_every_multiple`]), then the full-scale
+/// candidates again (for a group no longer than its head); each in the forms of
+/// [`forms`], rounded to float32, as it is, and as the middle of the interval of scales
+/// the words' rounding allows.
 pub fn find_scale<T: Word>(group: &[T]) -> Option<f64> {
     // A group has a scale only if its first words that are not zero do: most groups of
     // other data are turned down after a look at those. Zeros are a multiple of every
@@ -338,10 +339,10 @@ fn climb(rungs: &[f64], seed: f64) -> Option<f64> {
     Some(scale)
 }
 
-/// [`climb`] of each seed `smallest_rung / k`, `k` from 1 to [`SMALLEST_MULTIPLES`],
-/// in that order: the seeds' climbs side by side (vectors of them, where a climb alone
-/// waits on one division after another), each lane exactly the scalar climb's
-/// operations, so the same results.
+/// `climb` (the one-seed form, kept for the tests) of each seed `smallest_rung / k`,
+/// `k` from 1 to [`SMALLEST_MULTIPLES`], in that order: the seeds' climbs side by side
+/// (vectors of them, where a climb alone waits on one division after another), each
+/// lane exactly the scalar climb's operations, so the same results.
 fn climb_every_multiple(rungs: &[f64], smallest_rung: f64) -> [Option<f64>; SMALLEST_MULTIPLES] {
     crate::isa::vectorised(
         #[inline(always)]

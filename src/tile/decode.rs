@@ -58,7 +58,7 @@ impl TileRows for RowSegments<'_> {
 }
 
 /// Decodes tile number `index` from `payload` into `rows`; the tile's digest (see
-/// [`crate::format::tile_digest`]), hashed row by row as they are written.
+/// [`crate::checksum::tile_digest`]), hashed row by row as they are written.
 pub fn decode_tile<T: Word>(
     payload: &[u8],
     g: &Geometry,

@@ -15,10 +15,11 @@ use crate::layout::Spatial;
 /// the last `s` values in registers and walk the slices in whole steps of `s`, with no
 /// bounds check or index arithmetic per value.
 ///
-/// For an additive map (see [`ResidualMap::is_additive`]) with a stride of 1, 2 or 4
-/// the recurrence is a strided prefix sum of `M::restore(res[i], pred[i] - pred[i - s])`
-/// (or `M::restore(res[i], 0)`): both passes vectorise, where the plain loop waits
-/// for each value before the next.
+/// For an additive map (see
+/// [`ResidualMap::is_additive`](crate::predict::residual::ResidualMap::is_additive))
+/// with a stride of 1, 2 or 4 the recurrence is a strided prefix sum of
+/// `M::restore(res[i], pred[i] - pred[i - s])` (or `M::restore(res[i], 0)`): both passes
+/// vectorise, where the plain loop waits for each value before the next.
 #[inline(never)]
 pub(super) fn recur<T: Word, M: MapOp>(seg: &mut [T], s: usize, res: &[T], pred: Option<&[T]>) {
     if M::ADDITIVE && matches!(s, 1 | 2 | 4) {

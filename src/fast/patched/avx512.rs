@@ -361,7 +361,7 @@ mod x86 {
 
     /// # Safety
     ///
-    /// The features [`super::available`] checks must be present.
+    /// The features [`super::Avx512::detect`] checks must be present.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512cd,avx512vbmi,avx512vbmi2,avx512vpopcntdq,gfni,avx2,popcnt"
     )]
