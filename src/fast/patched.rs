@@ -691,6 +691,7 @@ trait Kernels: Copy {
     /// (which holds [`SCRATCH`]` - 2` bytes), by [`Kernels::pack_fast`] where it takes
     /// `b`, else by the portable packing; the bytes they take, `4 b`. Up to 128 bytes
     /// from the start may be overwritten.
+    #[inline(always)]
     fn pack_lows(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
         if self.packs_fast(b) {
             self.pack_fast(values, b, buf)
@@ -707,6 +708,7 @@ trait Kernels: Copy {
 
     /// [`Kernels::pack_lows`] by the kernels, for a width [`Kernels::packs_fast`] takes
     /// (the portable packing where there is no such kernel).
+    #[inline(always)]
     fn pack_fast(self, values: &[u32; GROUP], b: u32, buf: &mut [u8]) -> usize {
         pack_whole_group(values, b, buf)
     }
