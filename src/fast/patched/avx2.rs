@@ -147,7 +147,7 @@ impl Avx2 {
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
-    /// [`unpack_reads`]`(width)` bytes.
+    /// `unpack_reads(width)` bytes.
     ///
     /// # Panics
     ///

@@ -236,7 +236,7 @@ impl Avx512 {
     }
 
     /// Unpacks 32 fields of `width` (1 to 32) bits from `src`, which holds at least
-    /// [`unpack_reads`]`(width)` bytes.
+    /// `unpack_reads(width)` bytes.
     ///
     /// # Panics
     ///
@@ -327,8 +327,8 @@ impl Avx512 {
         unsafe { x86::gather_longer(values, b, high) }
     }
 
-    /// Packs the low `width` bits of each of `values` ([`PACK_MIN_WIDTH`] to
-    /// [`PACK_MAX_WIDTH`] bits) LSB first into the start of `out`, as the portable
+    /// Packs the low `width` bits of each of `values` (`PACK_MIN_WIDTH` to
+    /// `PACK_MAX_WIDTH` bits) LSB first into the start of `out`, as the portable
     /// packing does; the bytes they take, `4 * width`. Writes zeros to the rest of the
     /// first 64 bytes (up to 16 fields' widths) or 128 (wider).
     ///
