@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install -q cargo-fuzz
 export RUSTC_BOOTSTRAP=1
-for target in decompress corrupt roundtrip cd_values; do
+for target in decompress corrupt roundtrip cd_values scale_section; do
   echo "== fuzz $target for ${seconds}s"
   log="fuzz/$target.log"
   if cargo fuzz run --release "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048 >"$log" 2>&1; then

@@ -9,7 +9,7 @@ use crate::checksum;
 use crate::error::Result;
 use crate::fill::Fill;
 use crate::format::{
-    Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
+    self, Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
 };
 use crate::layout::{self, Geometry, Spatial, Tile};
 use crate::narrow;
@@ -646,6 +646,8 @@ impl Plan {
             }
         }
         let header = Header {
+            version: format::VERSION,
+            element: params.element_type,
             mode: params.mode.id(),
             flags: if scale_section.is_some() {
                 FLAG_SCALED
@@ -664,6 +666,7 @@ impl Plan {
             tiling: geometry.tiling,
             spatial,
             checksum: 0,
+            layout_digest: 0,
             shape: shape.iter().map(|&d| d as u64).collect(),
             tile_sizes: Vec::new(),
         };

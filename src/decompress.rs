@@ -3,6 +3,7 @@
 
 use crate::buffers;
 use crate::checksum;
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::layout::{Geometry, Spatial, Tile};
@@ -99,6 +100,11 @@ impl<'a> Chunk<'a> {
     /// The shape the chunk decodes to, in words, slowest first (a component axis last).
     pub fn decoded_shape(&self) -> Vec<u64> {
         self.header.decoded_shape()
+    }
+
+    /// What the elements are, as the chunk records it (unknown before format version 3).
+    pub fn element_type(&self) -> ElementType {
+        self.header.element
     }
 
     /// Bytes per decoded word.
@@ -401,13 +407,7 @@ fn as_bytes(region: &mut [u8]) -> &mut [u8] {
 
 /// Refuses decoded data whose checksum `actual` is not the one `header` records.
 fn check(header: &Header, actual: u64) -> Result<()> {
-    if actual != header.checksum {
-        return Err(Error::ChecksumMismatch {
-            stored: header.checksum,
-            actual,
-        });
-    }
-    Ok(())
+    header.verify(actual)
 }
 
 /// How a chunk's tiles are decoded: geometry, word size, Lorenzo neighbour.

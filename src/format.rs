@@ -1,19 +1,6 @@
 //! The self-describing chunk format: header layout, writing and validated parsing. The
-//! format is specified in docs/format.md; this summarises the header.
-//!
-//! All integers are little-endian. Every header starts with 14 bytes: magic `KARO`, the
-//! format version, mode, flags (bit 0: payload stored verbatim; bit 1: scaled integers, a
-//! scale section follows the header; bit 2: float64 words coded as float32 words; bit 3:
-//! words coded without their zero low bits; bit 4: components coded as planes), the requested predictor, residual map and
-//! coder ids, word size, rank, time axis, and the zero low bits dropped (flag bit 3).
-//!
-//! - Version 2 (written): LEB128 varints for lag, planes / rows / columns per tile,
-//!   Lorenzo stride and run, tile count and each dimension of the shape; a u32 encoded
-//!   size per tile; the u64 checksum of the decoded bytes; the low 32 bits of the XXH3-64
-//!   of every header byte before it. The decoded size is the shape's size in bytes.
-//! - Version 1 (read): the same fields at fixed widths: 2 reserved bytes, then u64
-//!   decoded size, lag, tiling, stride, run and checksum at offsets 16 to 72, the u32
-//!   tile count at 80, u64 dimensions from 84, u32 tile sizes, the u32 header checksum.
+//! format is specified in docs/format.md ("Chunk header"); encoders write version 3 and
+//! decoders read versions 1 to 3.
 //!
 //! The tile payloads follow the header (and the scale section), in tile order; each
 //! starts with the predictor, residual map and coder it was coded with (see `tile`).
@@ -21,6 +8,7 @@
 use twox_hash::XxHash3_64;
 
 use crate::coder::Coder;
+use crate::element_type::{ElementType, TypeKind};
 use crate::error::{Error, Result};
 use crate::layout::{Geometry, Spatial, Tiling};
 use crate::predict::residual::ResidualMap;
@@ -29,7 +17,10 @@ use crate::predict::Predictor;
 /// Magic bytes that open every karoo chunk.
 pub const MAGIC: [u8; 4] = *b"KARO";
 /// The chunk format version this build writes (it reads this one and every earlier one).
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
+/// The format version with the compact header whose checksum covers the decoded words
+/// only, still read.
+pub const VERSION_COMPACT: u8 = 2;
 /// The format version with the fixed-width header, still read.
 pub const VERSION_FIXED: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
@@ -56,6 +47,10 @@ pub const MAX_RANK: usize = 64;
 /// Everything the header of a chunk records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// Format version the header was read with (the version written for a header to write).
+    pub version: u8,
+    /// What the elements are (recorded from version 3 on; unknown before).
+    pub element: ElementType,
     /// Mode id.
     pub mode: u8,
     /// Flag bits.
@@ -80,8 +75,12 @@ pub struct Header {
     pub tiling: Tiling,
     /// Lorenzo's neighbour along the innermost element axis.
     pub spatial: Spatial,
-    /// Checksum of the decoded bytes.
+    /// Checksum of the decoded bytes: to write, the content checksum (sealed with the
+    /// layout by [`Header::write`]); as read, the field as stored (see [`Header::verify`]).
     pub checksum: u64,
+    /// XXH3-64 of the header bytes before the data checksum field, as read (version 3
+    /// seals it into the stored checksum); 0 in a header to write.
+    pub layout_digest: u64,
     /// Shape in words.
     pub shape: Vec<u64>,
     /// Encoded size of each tile.
@@ -93,7 +92,7 @@ impl Header {
     pub fn encoded_len(&self) -> usize {
         let varints: usize = self.varint_fields().iter().map(|&v| varint_len(v)).sum();
         let shape: usize = self.shape.iter().map(|&d| varint_len(d)).sum();
-        COMMON_LEN + varints + shape + 4 * self.tile_sizes.len() + 8 + 4
+        COMMON_LEN + 1 + varints + shape + 4 * self.tile_sizes.len() + 8 + 4
     }
 
     /// The fields written as varints before the shape, in order.
@@ -109,7 +108,8 @@ impl Header {
         ]
     }
 
-    /// Appends the header (format version 2) to `out`.
+    /// Appends the header (format version 3) to `out`: its data checksum field is
+    /// [`Self::checksum`] sealed with the header bytes before it (see [`seal`]).
     pub fn write(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&MAGIC);
@@ -124,6 +124,7 @@ impl Header {
             self.shape.len() as u8,
             self.time_axis,
             self.shift,
+            self.element.to_byte(),
         ]);
         for v in self
             .varint_fields()
@@ -135,7 +136,8 @@ impl Header {
         for s in &self.tile_sizes {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        out.extend_from_slice(&self.checksum.to_le_bytes());
+        let layout = XxHash3_64::oneshot(&out[start..]);
+        out.extend_from_slice(&seal(layout, self.checksum).to_le_bytes());
         let sum = XxHash3_64::oneshot(&out[start..]) as u32;
         out.extend_from_slice(&sum.to_le_bytes());
     }
@@ -156,6 +158,8 @@ impl Header {
         let mut r = Reader { buf: input, pos: 4 };
         let version = r.u8()?;
         let mut header = Header {
+            version,
+            element: ElementType::default(),
             mode: r.u8()?,
             flags: r.u8()?,
             predictor: r.u8()?,
@@ -173,6 +177,7 @@ impl Header {
             },
             spatial: Spatial { stride: 0, run: 0 },
             checksum: 0,
+            layout_digest: 0,
             shape: Vec::new(),
             tile_sizes: Vec::new(),
         };
@@ -180,7 +185,14 @@ impl Header {
         header.time_axis = r.u8()?;
         header.shift = r.u8()?;
         let reserved_clear = match version {
-            VERSION => header.parse_compact(&mut r, rank).map(|()| true)?,
+            VERSION => {
+                let byte = r.u8()?;
+                header.element = ElementType::from_byte(byte).ok_or_else(|| {
+                    Error::CorruptHeader(format!("unknown element type {byte:#04x}"))
+                })?;
+                header.parse_compact(&mut r, rank).map(|()| true)?
+            }
+            VERSION_COMPACT => header.parse_compact(&mut r, rank).map(|()| true)?,
             VERSION_FIXED => header.parse_fixed(&mut r, rank)?,
             _ => return Err(Error::UnsupportedVersion(version, VERSION)),
         };
@@ -244,6 +256,7 @@ impl Header {
             )));
         }
         self.tile_sizes = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
+        self.layout_digest = XxHash3_64::oneshot(&r.buf[..r.pos]);
         self.checksum = r.u64()?;
         self.decoded_size = self
             .shape
@@ -279,6 +292,24 @@ impl Header {
         self.shape = (0..rank).map(|_| r.u64()).collect::<Result<_>>()?;
         self.tile_sizes = (0..count).map(|_| r.u32()).collect::<Result<_>>()?;
         Ok(reserved == [0; 2])
+    }
+
+    /// Checks `content`, the checksum of the decoded words as version 2 defines it (see
+    /// `checksum`), against the header's data checksum: from version 3 on, sealed with
+    /// the header bytes before it, so that a changed layout field fails too.
+    pub fn verify(&self, content: u64) -> Result<()> {
+        let actual = if self.version >= VERSION {
+            seal(self.layout_digest, content)
+        } else {
+            content
+        };
+        if actual != self.checksum {
+            return Err(Error::ChecksumMismatch {
+                stored: self.checksum,
+                actual,
+            });
+        }
+        Ok(())
     }
 
     /// True when the payload is the decoded bytes verbatim.
@@ -420,7 +451,33 @@ impl Header {
         if self.is_stored() && !self.tile_sizes.is_empty() {
             return bad("stored chunk with a tile table".into());
         }
-        Ok(())
+        self.check_element_type()
+    }
+
+    /// Checks that the recorded element type fits the words and the decoded shape.
+    fn check_element_type(&self) -> Result<()> {
+        let shape = self.decoded_shape();
+        let components = match self.element.kind {
+            TypeKind::Complex => 2,
+            _ => 1,
+        };
+        let last = shape.last().copied().unwrap_or(0);
+        let mut why = self
+            .element
+            .mismatch(usize::from(self.word_size), components);
+        if why.is_none() && components > 1 && last != components as u64 {
+            why = Some(format!(
+                "complex elements in a shape {shape:?} whose last axis is not 2"
+            ));
+        }
+        let words: u64 = shape.iter().product();
+        if why.is_none() && self.element.scalar && words != components as u64 {
+            why = Some(format!("a 0-d array of shape {shape:?}"));
+        }
+        match why {
+            Some(why) => Err(Error::CorruptHeader(why)),
+            None => Ok(()),
+        }
     }
 
     /// Rebuilds and validates the chunk geometry the header describes.
@@ -451,6 +508,16 @@ impl Header {
         }
         Ok(g)
     }
+}
+
+/// The data checksum field of a version-3 header: XXH3-64 of the 16 bytes
+/// `layout` (XXH3-64 of the header bytes before the field) and `content` (the checksum
+/// of the decoded words), both little-endian.
+pub fn seal(layout: u64, content: u64) -> u64 {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&layout.to_le_bytes());
+    bytes[8..].copy_from_slice(&content.to_le_bytes());
+    XxHash3_64::oneshot(&bytes)
 }
 
 /// Refuses a rank above [`MAX_RANK`].

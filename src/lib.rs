@@ -22,6 +22,7 @@ mod checksum;
 mod coder;
 mod compress;
 mod decompress;
+mod element_type;
 mod error;
 mod fast;
 mod fill;
@@ -43,6 +44,7 @@ mod word;
 pub use coder::Coder;
 pub use compress::{compress, compress_parts, recycle, Packed};
 pub use decompress::{decoded_len, decompress, decompress_into, decompress_with, Chunk};
+pub use element_type::{ElementType, TypeKind};
 pub use error::{Error, Result};
 pub use format::MAX_RANK;
 pub use params::{ElementKind, Mode, Params, MAX_THREADS};
@@ -58,8 +60,8 @@ pub use predict::Predictor;
 pub mod internals {
     pub use crate::checksum::{data_checksum, digest_rows};
     pub use crate::fast::{bitplane, patched, rice};
-    pub use crate::format::Header;
-    pub use crate::scaled::Scales;
+    pub use crate::format::{seal, Header};
+    pub use crate::scaled::{dequantise_bytes, Scales};
     pub use crate::stream_error::{StreamError, TilingFault};
     pub use crate::word::Word;
 }

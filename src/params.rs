@@ -2,6 +2,7 @@
 //! predictor, mode and thread count.
 
 use crate::coder::Coder;
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::format::MAX_RANK;
 use crate::layout::checked_product;
@@ -118,6 +119,9 @@ pub struct Params {
     pub threads: usize,
     /// Compression mode.
     pub mode: Mode,
+    /// What the elements are, recorded in the chunk for typed readers (decoding bytes
+    /// never needs it); unknown by default.
+    pub element_type: ElementType,
 }
 
 impl Params {
@@ -135,6 +139,7 @@ impl Params {
             components: 1,
             threads: 0,
             mode: Mode::Fast,
+            element_type: ElementType::default(),
         }
     }
 
@@ -256,6 +261,14 @@ impl Params {
                 "time axis {} is out of range for rank {}",
                 self.time_axis,
                 shape.len()
+            )));
+        }
+        if let Some(why) = (self.element_type).mismatch(self.word_size, self.components) {
+            return Err(Error::InvalidParams(why));
+        }
+        if self.element_type.scalar && words != self.components {
+            return Err(Error::InvalidParams(format!(
+                "a 0-d array holds one element, not {words} words"
             )));
         }
         Ok(shape)

@@ -23,7 +23,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{varint, widened};
-use karoo::{compress, decompress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
+use karoo::{
+    compress, decompress, Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap,
+    TypeKind,
+};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/chunks")
@@ -39,6 +42,8 @@ struct Pinned {
     rank: u8,
     time_axis: u8,
     shift: u8,
+    /// The element type byte (version 3), else 0.
+    element: u8,
     tiling: [u64; 3],
     shape: Vec<u64>,
     codings: Vec<String>,
@@ -52,7 +57,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
-/// Reads the pinned fields of a chunk of format version 1 or 2.
+/// Reads the pinned fields of a chunk of format version 1, 2 or 3.
 fn pinned(chunk: &[u8]) -> Pinned {
     assert_eq!(&chunk[..4], b"KARO", "magic");
     let rank = chunk[11];
@@ -69,9 +74,10 @@ fn pinned(chunk: &[u8]) -> Pinned {
             let tiling = [u64_at(chunk, 32), u64_at(chunk, 40), u64_at(chunk, 48)];
             (tiling, shape, sizes, table + 4 * tiles + 4)
         }
-        2 => {
-            // lag, planes / rows / columns per tile, stride, run, tile count; the shape.
-            let mut at = 14;
+        2 | 3 => {
+            // (Version 3: the element type byte.) Lag, planes / rows / columns per tile,
+            // stride, run, tile count; the shape.
+            let mut at = if chunk[4] == 3 { 15 } else { 14 };
             let fields: Vec<u64> = (0..7).map(|_| varint(chunk, &mut at)).collect();
             let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
             let sizes: Vec<usize> = (0..fields[6] as usize)
@@ -108,6 +114,7 @@ fn pinned(chunk: &[u8]) -> Pinned {
         rank,
         time_axis: chunk[12],
         shift: chunk[13],
+        element: if chunk[4] == 3 { chunk[14] } else { 0 },
         tiling,
         shape,
         codings,
@@ -123,11 +130,17 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
     } else {
         p.codings.join(",")
     };
-    // Byte 13 is zero but in shifted chunks: named only there.
+    // Byte 13 is zero but in shifted chunks: named only there; the element type only
+    // in version 3.
     let shift = if p.shift == 0 {
         String::new()
     } else {
         format!(" shift={}", p.shift)
+    };
+    let shift = if p.version >= 3 {
+        format!("{shift} element={:#04x}", p.element)
+    } else {
+        shift
     };
     format!(
         "{name} v{} mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiling={} tiles={}",
@@ -254,6 +267,43 @@ fn golden_chunks_cover_every_coding_path() {
         has(&|l| l.contains(" v2 ") && l.contains(" shift=")),
         "version 2, shifted"
     );
+    for (flags, what) in [
+        (0, "tiled"),
+        (1, "stored"),
+        (2, "scaled"),
+        (4, "narrowed"),
+        (6, "narrowed and scaled"),
+        (16, "planar"),
+    ] {
+        assert!(
+            has(&|l| l.contains(" v3 ") && l.contains(&format!(" flags={flags} "))),
+            "version 3, {what}"
+        );
+    }
+    assert!(
+        has(&|l| l.contains(" v3 ") && l.contains(" shift=")),
+        "version 3, shifted"
+    );
+    // Every element type kind, and each of its bits.
+    let element = |l: &&str| {
+        l.split(" element=")
+            .nth(1)
+            .map(|e| u8::from_str_radix(&e[2..4], 16).unwrap())
+    };
+    let elements: Vec<u8> = lines.iter().filter_map(element).collect();
+    for kind in 0..=5u8 {
+        assert!(
+            elements.iter().any(|e| e & 15 == kind),
+            "element kind {kind}"
+        );
+    }
+    for (bit, what) in [
+        (0x10, "Fortran order"),
+        (0x40, "scalar"),
+        (0x80, "big-endian"),
+    ] {
+        assert!(elements.iter().any(|e| e & bit != 0), "element {what}");
+    }
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -857,6 +907,97 @@ fn cases() -> Vec<Case> {
     out.push(Case {
         name: "v2_u16_counts_coder14_archive".into(),
         data: counts,
+        params: p,
+    });
+    // Format version 3 (the element type byte, the sealed checksum) for each kind of
+    // chunk (tiled, stored, planar, scaled, narrowed, shifted, empty) and each element
+    // type: every kind, Fortran order, a 0-d array, big-endian words.
+    let typed = |kind, big_endian, scalar, fortran| ElementType {
+        kind,
+        big_endian,
+        scalar,
+        fortran,
+    };
+    let float = typed(TypeKind::Float, false, false, false);
+    let complex = typed(TypeKind::Complex, false, false, false);
+    for (name, element_type) in [
+        ("f32_predictor11", float),
+        ("f32_coder4_archive", float),
+        ("complex64_snapshot_archive", complex),
+        (
+            "noise_stored_fast",
+            typed(TypeKind::Unsigned, false, false, false),
+        ),
+        ("empty", float),
+        ("f32_scaled_archive", float),
+        ("complex128_narrowed_fast", complex),
+        ("f64_narrowed_scaled_fast", float),
+        ("complex64_shifted_archive", complex),
+    ] {
+        let case = out
+            .iter()
+            .find(|c| c.name == format!("v1_{name}"))
+            .unwrap_or_else(|| panic!("no case v1_{name}"));
+        let (data, mut params) = (case.data.clone(), case.params.clone());
+        params.element_type = element_type;
+        out.push(Case {
+            name: format!("v3_{name}"),
+            data,
+            params,
+        });
+    }
+    let planar = out
+        .iter()
+        .find(|c| c.name == "v2_complex64_planar_archive")
+        .expect("the planar case");
+    let (data, mut p) = (planar.data.clone(), planar.params.clone());
+    p.element_type = complex;
+    out.push(Case {
+        name: "v3_complex64_planar_archive".into(),
+        data,
+        params: p,
+    });
+    let values = series(&[32, 24], 31);
+    let mut p = params(2, &[24, 32], Mode::Fast);
+    p.element = ElementKind::Integer;
+    p.time_axis = 1;
+    p.element_type = typed(TypeKind::Signed, false, false, true);
+    out.push(Case {
+        name: "v3_i16_fortran_fast".into(),
+        data: int_bytes(&values, 2, 50.0),
+        params: p,
+    });
+    let mut p = params(2, &[32, 24], Mode::Archive);
+    p.element = ElementKind::Integer;
+    p.element_type = typed(TypeKind::Unsigned, true, false, false);
+    out.push(Case {
+        name: "v3_u16_big_endian_archive".into(),
+        data: int_bytes(&values, 2, 50.0)
+            .chunks_exact(2)
+            .flat_map(|w| [w[1], w[0]])
+            .collect(),
+        params: p,
+    });
+    let mut p = params(8, &[1], Mode::Fast);
+    p.element_type = typed(TypeKind::Float, false, true, false);
+    out.push(Case {
+        name: "v3_f64_scalar".into(),
+        data: 2.5f64.to_le_bytes().to_vec(),
+        params: p,
+    });
+    let mut p = params(1, &[16, 64], Mode::Archive);
+    p.element = ElementKind::Integer;
+    p.element_type = typed(TypeKind::Bool, false, false, false);
+    out.push(Case {
+        name: "v3_bool_archive".into(),
+        data: (0..1024u32).map(|i| u8::from(i % 64 < 5)).collect(),
+        params: p,
+    });
+    let mut p = params(1, &[24, 40], Mode::Fast);
+    p.element = ElementKind::Other;
+    out.push(Case {
+        name: "v3_bytes_untyped_fast".into(),
+        data: f32_bytes(&series(&[24, 10], 32)),
         params: p,
     });
     out

@@ -19,7 +19,7 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9 (this build reads versions up to 2)"
+        "karoo: unsupported chunk format version 9 (this build reads versions up to 3)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
     for bit in (0..packed.len() * 8).step_by(13) {
@@ -240,11 +240,11 @@ fn malformed_varints_are_refused() {
     let data = smooth_f32(&[16, 64], 7);
     let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
     let (_, len) = Header::parse(&packed, u64::MAX).unwrap();
-    assert_eq!(packed[14], 64, "the lag, one varint byte");
+    assert_eq!(packed[15], 64, "the lag, one varint byte");
     let resealed = |lag: &[u8]| {
-        let mut forged = packed[..14].to_vec();
+        let mut forged = packed[..15].to_vec();
         forged.extend_from_slice(lag);
-        forged.extend_from_slice(&packed[15..len - 4]);
+        forged.extend_from_slice(&packed[16..len - 4]);
         let sum = XxHash3_64::oneshot(&forged) as u32;
         forged.extend_from_slice(&sum.to_le_bytes());
         forged.extend_from_slice(&packed[len..]);
@@ -270,4 +270,148 @@ fn malformed_varints_are_refused() {
             "{lag:02x?}"
         );
     }
+}
+
+/// `chunk` (whose header is `len` bytes) with its header written anew from `header` but
+/// its data checksum field kept, and the 32-bit header checksum recomputed: what a
+/// forger, or a tool that rewrites headers, makes of it.
+fn relaid(chunk: &[u8], len: usize, header: &karoo::internals::Header) -> Vec<u8> {
+    use twox_hash::XxHash3_64;
+    let mut out = Vec::new();
+    header.write(&mut out);
+    let n = out.len();
+    out[n - 12..n - 4].copy_from_slice(&chunk[len - 12..len - 4]);
+    let sum = XxHash3_64::oneshot(&out[..n - 4]) as u32;
+    out[n - 4..].copy_from_slice(&sum.to_le_bytes());
+    out.extend_from_slice(&chunk[len..]);
+    out
+}
+
+/// The layout fields a decoder uses are covered by the data checksum (format version 3):
+/// a header with the planar flag, the shift, the lag or the order of the shape changed,
+/// its header checksum recomputed, decodes to an error, not to other data.
+#[test]
+fn layout_fields_changed_under_a_valid_header_checksum_are_refused() {
+    use karoo::internals::Header;
+    let shape = [16, 8, 8, 2];
+    let data = smooth_f32(&shape, 11);
+    let params = Params {
+        components: 2,
+        ..Params::new(4, &shape)
+    };
+    let packed = compress(&data, &params).unwrap();
+    let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert_eq!(
+        (header.version, header.flags),
+        (3, 0),
+        "a plain tiled chunk"
+    );
+    assert_eq!(decompress(&relaid(&packed, len, &header)).unwrap(), data);
+    let planar = Header {
+        flags: 16,
+        shape: vec![2, 16, 8, 8],
+        time_axis: 1,
+        ..header.clone()
+    };
+    let shifted = Header {
+        flags: 8,
+        shift: 3,
+        ..header.clone()
+    };
+    let transposed = Header {
+        shape: vec![16, 8, 8, 2].into_iter().rev().collect(),
+        ..header.clone()
+    };
+    let inner_swapped = Header {
+        shape: vec![16, 8, 2, 8],
+        ..header.clone()
+    };
+    let lag = Header {
+        lag: header.lag / 2,
+        ..header.clone()
+    };
+    for (what, forged) in [
+        ("planar", planar),
+        ("shifted", shifted),
+        ("transposed", transposed),
+        ("inner axes swapped", inner_swapped),
+        ("lag", lag),
+    ] {
+        let err = decompress(&relaid(&packed, len, &forged)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::ChecksumMismatch { .. }
+                    | Error::CorruptHeader(_)
+                    | Error::CorruptBlock { .. }
+            ),
+            "{what}: {err}"
+        );
+    }
+    // The same words under another shape of the same plane decode to the same bytes: only
+    // the seal tells the shapes apart.
+    let err = decompress(&relaid(
+        &packed,
+        len,
+        &Header {
+            shape: vec![16, 8, 2, 8],
+            ..header.clone()
+        },
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("karoo: corrupt chunk: checksum mismatch (stored 0x"),
+        "{err}"
+    );
+}
+
+/// A chunk records the element type it was given, and refuses one that does not fit its
+/// words.
+#[test]
+fn the_element_type_is_recorded_and_checked() {
+    use karoo::internals::Header;
+    use karoo::{ElementType, TypeKind};
+    let shape = [4, 8, 2];
+    let data = smooth_f32(&shape, 5);
+    let complex = ElementType::of(TypeKind::Complex);
+    let params = Params {
+        components: 2,
+        element_type: complex,
+        ..Params::new(4, &shape)
+    };
+    let packed = compress(&data, &params).unwrap();
+    let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert_eq!((packed[14], header.element), (5, complex));
+    assert_eq!(
+        karoo::Chunk::parse(&packed, u64::MAX)
+            .unwrap()
+            .element_type(),
+        complex
+    );
+    let as_floats = Params {
+        components: 1,
+        ..params.clone()
+    };
+    assert_eq!(
+        compress(&data, &as_floats).unwrap_err().to_string(),
+        "karoo: invalid parameters: element type Complex does not fit 1 word(s) of 4 bytes per element"
+    );
+    let mut forged = Vec::new();
+    Header {
+        element: ElementType::of(TypeKind::Bool),
+        ..header
+    }
+    .write(&mut forged);
+    forged.extend_from_slice(&packed[len..]);
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        "karoo: corrupt chunk: element type Bool does not fit 1 word(s) of 4 bytes per element"
+    );
+    let mut unknown = packed.clone();
+    unknown[14] = 0x25;
+    assert_eq!(
+        decompress(&unknown).unwrap_err().to_string(),
+        "karoo: corrupt chunk: unknown element type 0x25"
+    );
 }

@@ -1,6 +1,6 @@
-//! The chunk header, byte for byte, as docs/format.md lays out version 2: a third
+//! The chunk header, byte for byte, as docs/format.md lays out version 3: a third
 //! party's decoder is written from that document, so the bytes must match it exactly.
-//! (Version-1 headers are read back from the golden chunks in compatibility.rs.)
+//! (Version-1 and -2 headers are read back from the golden chunks in compatibility.rs.)
 
 mod common;
 
@@ -8,37 +8,51 @@ use common::varint;
 use karoo::{compress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 use twox_hash::XxHash3_64;
 
-/// The fields of a version-2 header, read as docs/format.md lays them out.
+/// The fields of a version-3 header, read as docs/format.md lays them out.
 #[derive(Debug)]
 struct Fields {
     /// Bytes 4 to 13: version, mode, flags, predictor, map, coder, word size, rank,
     /// time axis, shift.
     common: [u8; 10],
+    /// Byte 14: the element type.
+    element: u8,
     lag: u64,
     tiling: [u64; 3],
     spatial: [u64; 2],
     shape: Vec<u64>,
     tile_sizes: Vec<u32>,
+    /// The data checksum field: the seal of the decoded bytes' checksum (see [`sealed`]).
     checksum: u64,
+    /// XXH3-64 of the header bytes before the data checksum field.
+    layout: u64,
     /// Where the payloads start.
     len: usize,
+}
+
+/// The data checksum field docs/format.md gives for a decoded-bytes checksum `content`:
+/// XXH3-64 of the layout digest and `content`, 8 little-endian bytes each.
+fn sealed(f: &Fields, content: u64) -> u64 {
+    let mut bytes = f.layout.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&content.to_le_bytes());
+    XxHash3_64::oneshot(&bytes)
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
-/// Parses a version-2 header, checking its magic and its header checksum.
+/// Parses a version-3 header, checking its magic and its header checksum.
 fn fields(chunk: &[u8]) -> Fields {
     assert_eq!(&chunk[0..4], b"KARO", "magic");
-    assert_eq!(chunk[4], 2, "format version");
-    let mut at = 14;
+    assert_eq!(chunk[4], 3, "format version");
+    let mut at = 15;
     let v: Vec<u64> = (0..7).map(|_| varint(chunk, &mut at)).collect();
     let shape: Vec<u64> = (0..chunk[11]).map(|_| varint(chunk, &mut at)).collect();
     let tile_sizes: Vec<u32> = (0..v[6] as usize)
         .map(|t| u32_at(chunk, at + 4 * t))
         .collect();
     at += 4 * tile_sizes.len();
+    let layout = XxHash3_64::oneshot(&chunk[..at]);
     let checksum = u64::from_le_bytes(chunk[at..at + 8].try_into().unwrap());
     at += 8;
     let sum = XxHash3_64::oneshot(&chunk[..at]) as u32;
@@ -49,12 +63,14 @@ fn fields(chunk: &[u8]) -> Fields {
     );
     Fields {
         common: chunk[4..14].try_into().unwrap(),
+        element: chunk[14],
         lag: v[0],
         tiling: [v[1], v[2], v[3]],
         spatial: [v[4], v[5]],
         shape,
         tile_sizes,
         checksum,
+        layout,
         len: at + 4,
     }
 }
@@ -90,7 +106,7 @@ fn a_small_complex_chunk_has_the_documented_header() {
     let f = fields(&chunk);
     // Version 2, fast mode, no flags, predictor 1, map 3, coder 7, 4-byte words, rank 3,
     // time axis 0, no shift.
-    assert_eq!(f.common, [2, 0, 0, 1, 3, 7, 4, 3, 0, 0]);
+    assert_eq!(f.common, [3, 0, 0, 1, 3, 7, 4, 3, 0, 0]);
     // One row per time step of 3 x 2 words; whole planes per tile: 2^17 / 24 of them,
     // one tile; Lorenzo's neighbour is one element (2 words) back within runs of 3.
     assert_eq!(f.lag, 6);
@@ -99,15 +115,21 @@ fn a_small_complex_chunk_has_the_documented_header() {
     assert_eq!(f.shape, [4, 3, 2]);
     assert_eq!(f.tile_sizes.len(), 1);
     // 5461 planes per tile as a varint: 0x55 with the continuation bit, then 0x2a.
-    assert_eq!(&chunk[15..17], &[0xd5, 0x2a]);
-    // 14 bytes, 8 of varint fields, 3 of shape, a tile size, the two checksums.
-    assert_eq!(f.len, 14 + 8 + 3 + 4 + 8 + 4, "header length");
+    assert_eq!(&chunk[16..18], &[0xd5, 0x2a]);
+    // 14 bytes, the element type, 8 of varint fields, 3 of shape, a tile size, the two
+    // checksums.
+    assert_eq!(f.len, 14 + 1 + 8 + 3 + 4 + 8 + 4, "header length");
     assert_eq!(chunk.len(), f.len + f.tile_sizes[0] as usize, "one payload");
     // One tile covering the chunk: its digest is XXH3-64 of the whole chunk's bytes,
     // the checksum XXH3-64 of that digest's 8 little-endian bytes.
     let digest = XxHash3_64::oneshot(&data);
     let checksum = XxHash3_64::oneshot(&digest.to_le_bytes());
-    assert_eq!(f.checksum, checksum, "checksum of the decoded bytes");
+    assert_eq!(
+        f.checksum,
+        sealed(&f, checksum),
+        "checksum of the decoded bytes"
+    );
+    assert_eq!(f.element, 0, "no element type given");
     // The tile header: predictor 1 (no spatial head), then map 3 << 4 | coder 7.
     assert_eq!(&chunk[f.len..f.len + 2], &[1, 3 << 4 | 7]);
     assert_eq!(karoo::decompress(&chunk).unwrap(), data);
@@ -127,7 +149,7 @@ fn archive_mode_records_mode_and_default_coder() {
     // Auto predictor and map are recorded as 0, the coder as context rANS (4); single
     // words are the elements, so the spatial neighbour is one word back within runs of
     // the last axis's 64 words.
-    assert_eq!(f.common, [2, 1, 0, 0, 0, 4, 4, 2, 0, 0]);
+    assert_eq!(f.common, [3, 1, 0, 0, 0, 4, 4, 2, 0, 0]);
     assert_eq!(f.lag, 64);
     assert_eq!(f.tiling, [(1 << 17) / 1024, 16, 64]);
     assert_eq!(f.spatial, [1, 64]);
@@ -160,7 +182,7 @@ fn incompressible_data_is_stored_after_a_header_without_tiles() {
     let chunk = compress(&data, &params).unwrap();
     let f = fields(&chunk);
     // Flags 1 (stored), the coder fast mode would have used (7), bytes as words.
-    assert_eq!(f.common, [2, 0, 1, 0, 0, 7, 1, 1, 0, 0]);
+    assert_eq!(f.common, [3, 0, 1, 0, 0, 7, 1, 1, 0, 0]);
     assert_eq!(f.lag, 1);
     assert_eq!(f.tiling, [(1 << 17) / 4096, 4096, 1]);
     assert_eq!(f.spatial, [0, 0]);
@@ -168,7 +190,7 @@ fn incompressible_data_is_stored_after_a_header_without_tiles() {
     assert!(f.tile_sizes.is_empty());
     assert_eq!(
         f.checksum,
-        XxHash3_64::oneshot(&data),
+        sealed(&f, XxHash3_64::oneshot(&data)),
         "a stored chunk's checksum is XXH3-64 of its bytes"
     );
     assert_eq!(&chunk[f.len..], &data[..], "stored verbatim");

@@ -132,6 +132,7 @@ fn any_params() -> impl Strategy<Value = Params> {
                 components,
                 threads,
                 mode,
+                element_type: Default::default(),
             },
         )
 }

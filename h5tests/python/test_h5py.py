@@ -40,7 +40,7 @@ def test_integer_pair_compound_uses_word_path_and_round_trips(h5file):
     assert same_bits(write_read(h5file, data, (40, 64)), data)
     with h5py.File(h5file, "r") as f:
         values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[1]
-    assert values == (0, 0, 0, 0, 0, 1, 8, 1, 4, 2, 2, 40, 64)
+    assert values == (0, 0, 0, 0, 0, 2, 8, 1, 4, 2, 256, 2, 40, 64)
 
 
 def test_odd_sized_elements_take_the_byte_path(h5file):
@@ -52,7 +52,7 @@ def test_odd_sized_elements_take_the_byte_path(h5file):
     assert same_bits(write_read(h5file, data, (8, 7)), data)
     with h5py.File(h5file, "r") as f:
         values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[1]
-    assert values[5:11] == (1, 7, 0, 1, 7, 2)
+    assert values[5:12] == (2, 7, 0, 1, 7, 256, 2)
 
 
 def test_set_local_records_layout_and_chunk(h5file):
@@ -60,7 +60,7 @@ def test_set_local_records_layout_and_chunk(h5file):
     write_read(h5file, data, (10, 6, 4), opts=(0, 1, 2, 0, 0))
     with h5py.File(h5file, "r") as f:
         flags, values = f["d"].id.get_create_plist().get_filter_by_id(KAROO)[:2]
-    assert values == (0, 1, 2, 0, 0, 1, 8, 2, 4, 2, 3, 10, 6, 4)
+    assert values == (0, 1, 2, 0, 0, 2, 8, 2, 4, 2, 261, 3, 10, 6, 4)
 
 
 def test_smooth_data_compresses(h5file):

@@ -65,7 +65,8 @@ def test_cd_values_beyond_the_five_user_values_are_refused(h5file, opts):
         with pytest.raises((ValueError, OSError)) as err:
             f.create_dataset("d", shape=(40, 10), dtype="f4", chunks=(20, 10), compression=KAROO,
                              compression_opts=opts)
-        assert (f"karoo: {len(opts)} cd_values given; users set at most the first 5 (mode, "
+        layout = " and they are not a layout karoo wrote (unknown cd_values layout version 5)" if len(opts) == 11 else ""
+        assert (f"karoo: {len(opts)} cd_values given{layout}; users set at most the first 5 (mode, "
                 "coding, threads, time axis, lag), karoo appends the others itself") in str(err.value)
         assert "d" not in f
 
@@ -80,12 +81,12 @@ def test_a_copied_complete_array_is_derived_again_for_the_new_dataset(h5file):
         a = f.create_dataset("a", data=data, chunks=(20, 12), compression=KAROO,
                              compression_opts=(1, 0, 2, 0, 12))
         full = a.id.get_create_plist().get_filter_by_id(KAROO)[1]
-        assert full == (1, 0, 2, 0, 12, 1, 8, 2, 4, 2, 2, 20, 12)
+        assert full == (1, 0, 2, 0, 12, 2, 8, 2, 4, 2, 261, 2, 20, 12)
         f.create_dataset("b", data=wide, chunks=(40, 6), compression=KAROO, compression_opts=full)
         f.create_dataset("c", data=wide, chunks=(10, 12), dcpl=a.id.get_create_plist())
     with h5py.File(h5file, "r") as f:
         assert same_bits(f["a"][...], data)
-        assert f["b"].id.get_create_plist().get_filter_by_id(KAROO)[1] == (1, 0, 2, 0, 12, 1, 8, 2, 8, 1, 2, 40, 6)
-        assert f["c"].id.get_create_plist().get_filter_by_id(KAROO)[1] == (1, 0, 2, 0, 12, 1, 8, 2, 8, 1, 2, 10, 12)
+        assert f["b"].id.get_create_plist().get_filter_by_id(KAROO)[1] == (1, 0, 2, 0, 12, 2, 8, 2, 8, 1, 260, 2, 40, 6)
+        assert f["c"].id.get_create_plist().get_filter_by_id(KAROO)[1] == (1, 0, 2, 0, 12, 2, 8, 2, 8, 1, 260, 2, 10, 12)
         assert same_bits(f["b"][...], wide)
         assert same_bits(f["c"][...], wide)

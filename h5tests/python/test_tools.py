@@ -24,7 +24,7 @@ def test_h5dump_reads_a_file_written_by_h5py(tmp_path):
     assert raw.read_bytes() == data.tobytes()
     header = run(h5dump, "-H", "-p", str(path))
     assert "FILTER_ID 52033" in header and "COMMENT karoo" in header
-    assert "PARAMS { 0 0 0 0 0 1 4 2 4 1 3 16 7 3 }" in header
+    assert "PARAMS { 0 0 0 0 0 2 4 2 4 1 260 3 16 7 3 }" in header
 
 
 def test_h5ls_shows_the_filter(tmp_path):
@@ -49,7 +49,7 @@ def test_h5repack_compresses_with_karoo_and_h5py_reads_it(tmp_path):
         for name, arr in data.items():
             assert same_bits(f[name][...], arr), name
             values = f[name].id.get_create_plist().get_filter_by_id(KAROO)[1]
-            assert values[:6] == (0, 0, 2, 0, 0, 1)
+            assert values[:6] == (0, 0, 2, 0, 0, 2)
         assert f["f4"].id.get_storage_size() < data["f4"].nbytes
     # And back: h5repack (HDF5 1.10) decodes what it wrote, removing the filter.
     run(h5repack, "-f", "NONE", str(packed), str(back))
@@ -98,5 +98,5 @@ def test_h5dump_reports_a_corrupt_chunk_on_the_error_stack(tmp_path):
         d.id.write_direct_chunk((0, 0), b"KARO" + bytes(100))  # version byte 0
     result = subprocess.run([h5dump, "--enable-error-stack", "-d", "/d", str(path)], capture_output=True, text=True)
     assert result.returncode != 0
-    assert "karoo: unsupported chunk format version 0 (this build reads versions up to 2)" in result.stderr
+    assert "karoo: unsupported chunk format version 0 (this build reads versions up to 3)" in result.stderr
     assert "filter returned failure during read" in result.stderr

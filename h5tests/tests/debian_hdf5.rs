@@ -268,6 +268,17 @@ impl Element {
         }
     }
 
+    /// `cd_values[10]` of layout version 2: the element type byte the chunks record
+    /// (little-endian: this test runs on little-endian machines) and the exact-size bit.
+    fn type_value(self) -> u32 {
+        let kind = match self {
+            Element::Float32 | Element::Float64 => 4,
+            Element::Int16 | Element::Int32 => 3,
+            Element::Complex64 => 5,
+        };
+        kind | 1 << 8
+    }
+
     /// `n` elements of a smooth noisy series as raw native bytes; with `specials`, some
     /// elements are replaced by edge values (NaN payloads, -0.0, infinities, denormals,
     /// integer extremes).
@@ -718,8 +729,9 @@ fn expected_cd_values(user: &[u32], element: Element, chunk: &[u64]) -> Vec<u32>
     let mut values = [0u32; 5];
     values[..user.len()].copy_from_slice(user);
     let mut values = values.to_vec();
-    values.push(1);
+    values.push(2);
     values.extend(element.layout_values());
+    values.push(element.type_value());
     values.push(chunk.len() as u32);
     values.extend(chunk.iter().map(|&d| d as u32));
     values
@@ -966,7 +978,7 @@ fn set_local_records_the_full_cd_values() {
                 dims: &[25, 4, 7],
                 chunk: &[10, 4, 3],
             },
-            &[0, 0, 0, 0, 0, 1, 4, 2, 4, 1, 3, 10, 4, 3],
+            &[0, 0, 0, 0, 0, 2, 4, 2, 4, 1, 260, 3, 10, 4, 3],
         ),
         (
             Element::Complex64,
@@ -975,7 +987,7 @@ fn set_local_records_the_full_cd_values() {
                 dims: &[20, 20],
                 chunk: &[8, 6],
             },
-            &[0, 1, 2, 1, 0, 1, 8, 2, 4, 2, 2, 8, 6],
+            &[0, 1, 2, 1, 0, 2, 8, 2, 4, 2, 261, 2, 8, 6],
         ),
         (
             Element::Int16,
@@ -984,7 +996,7 @@ fn set_local_records_the_full_cd_values() {
                 dims: &[100],
                 chunk: &[16],
             },
-            &[0, 0, 0, 0, 4, 1, 2, 1, 2, 1, 1, 16],
+            &[0, 0, 0, 0, 4, 2, 2, 1, 2, 1, 259, 1, 16],
         ),
         (
             Element::Float64,
@@ -993,7 +1005,7 @@ fn set_local_records_the_full_cd_values() {
                 dims: &[5, 5],
                 chunk: &[5, 5],
             },
-            &[0, 0, 3, 0, 0, 1, 8, 2, 8, 1, 2, 5, 5],
+            &[0, 0, 3, 0, 0, 2, 8, 2, 8, 1, 260, 2, 5, 5],
         ),
     ];
     for (element, user, shape, expected) in cases {
@@ -1173,7 +1185,7 @@ fn a_copied_property_list_is_derived_again_for_the_new_dataset() {
         &karoo_dcpl(&[8, 6], &[1, 0, 2, 1]),
     );
     let full = recorded_filter(&first).1;
-    assert_eq!(full, [1, 0, 2, 1, 0, 1, 8, 2, 4, 2, 2, 8, 6]);
+    assert_eq!(full, [1, 0, 2, 1, 0, 2, 8, 2, 4, 2, 261, 2, 8, 6]);
     // SAFETY: `first` is open; the copy is ours to change and close.
     let dcpl = Id::new(
         unsafe { H5Dget_create_plist(first.id) },
@@ -1195,7 +1207,10 @@ fn a_copied_property_list_is_derived_again_for_the_new_dataset() {
         &dcpl,
         &Element::Int16.data(shape.len(), 3, true),
     );
-    assert_eq!(back.cd_values, [1, 0, 2, 1, 0, 1, 2, 1, 2, 1, 2, 5, 20]);
+    assert_eq!(
+        back.cd_values,
+        [1, 0, 2, 1, 0, 2, 2, 1, 2, 1, 259, 2, 5, 20]
+    );
     assert_same_bytes(
         &back.bytes,
         &Element::Int16.data(shape.len(), 3, true),

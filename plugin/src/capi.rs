@@ -6,12 +6,12 @@
 //! Nothing unwinds out: a panic becomes an error.
 
 use std::os::raw::{c_char, c_int};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use karoo::internals::{Header, Scales};
-use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
+use karoo::{Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap};
 
 use crate::cd_values::PREDICTOR_AUTO;
+use crate::panics::caught;
 
 /// What `karoo_compress` is told about the data: the same options as the filter's
 /// cd_values, plus the layout HDF5 would have supplied.
@@ -42,6 +42,9 @@ pub struct KarooParams {
     pub lag: u64,
     /// Shape in words, slowest first (`rank` values).
     pub shape: *const u64,
+    /// The element type byte recorded in the chunk (docs/format.md, "Element type"): 0
+    /// when not known.
+    pub element_type: u32,
 }
 
 /// A compressed chunk owned by the plugin: read it with `karoo_buffer_data` and
@@ -63,10 +66,9 @@ fn write_error(err: *mut c_char, err_len: usize, message: &str) {
 
 /// Runs `body`, turning an error or panic into -1 and a message in `err`.
 fn guarded(err: *mut c_char, err_len: usize, body: impl FnOnce() -> Result<(), String>) -> c_int {
-    let message = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => return 0,
-        Ok(Err(message)) => message,
-        Err(_) => "karoo: internal error (panic)".to_string(),
+    let message = match caught(body) {
+        Ok(()) => return 0,
+        Err(message) => message,
     };
     let message = if message.starts_with("karoo") {
         message
@@ -120,6 +122,10 @@ fn params_from(p: &KarooParams) -> Result<Params, String> {
         .ok()
         .and_then(|lag| lag.checked_mul(components))
         .ok_or_else(|| format!("lag {} too large", p.lag))?;
+    let element_type = u8::try_from(p.element_type)
+        .ok()
+        .and_then(ElementType::from_byte)
+        .ok_or_else(|| format!("unknown element type {:#x}", p.element_type))?;
     Ok(Params {
         word_size: p.word_size as usize,
         shape,
@@ -132,6 +138,7 @@ fn params_from(p: &KarooParams) -> Result<Params, String> {
         components,
         threads: p.threads as usize,
         mode,
+        element_type,
     })
 }
 
@@ -228,23 +235,27 @@ pub unsafe extern "C" fn karoo_decoded_len(
     })
 }
 
-/// Validates a chunk's header and tile table and stores its decoded shape in words
-/// (slowest first, as `karoo_describe`'s "shape") in `dims`, its rank in `*rank`, its
-/// word size in bytes in `*word_size` and its decoded size in bytes in `*decoded`. A
-/// chunk of more than `max_rank` dimensions (at most 64) is refused.
+/// Validates a chunk's header and tile table, refusing a chunk that declares more than
+/// `limit` decoded bytes, and stores its decoded shape in words (slowest first, as
+/// `karoo_describe`'s "shape") in `dims`, its rank in `*rank`, its word size in bytes in
+/// `*word_size`, its element type byte (0: not recorded) in `*element_type` and its
+/// decoded size in bytes in `*decoded`. A chunk of more than `max_rank` dimensions (at
+/// most 64) is refused.
 ///
 /// # Safety
 /// `data` points at `len` readable bytes, `dims` at `max_rank` writable `u64`s, `rank`,
-/// `word_size` and `decoded` are writable, `err` holds `err_len` bytes.
+/// `word_size`, `element_type` and `decoded` are writable, `err` holds `err_len` bytes.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn karoo_decoded_shape(
     data: *const u8,
     len: usize,
+    limit: u64,
     dims: *mut u64,
     max_rank: usize,
     rank: *mut usize,
     word_size: *mut u32,
+    element_type: *mut u32,
     decoded: *mut u64,
     err: *mut c_char,
     err_len: usize,
@@ -254,13 +265,14 @@ pub unsafe extern "C" fn karoo_decoded_shape(
             || (dims.is_null() && max_rank > 0)
             || rank.is_null()
             || word_size.is_null()
+            || element_type.is_null()
             || decoded.is_null()
         {
             return Err("null pointer passed to karoo_decoded_shape".into());
         }
         // SAFETY: the caller passes `len` readable bytes.
         let input = unsafe { slice(data, len) };
-        let chunk = karoo::Chunk::parse(input, u64::MAX).map_err(|e| e.to_string())?;
+        let chunk = karoo::Chunk::parse(input, limit).map_err(|e| e.to_string())?;
         let shape = chunk.decoded_shape();
         if shape.len() > max_rank {
             return Err(format!(
@@ -274,6 +286,7 @@ pub unsafe extern "C" fn karoo_decoded_shape(
             std::ptr::copy_nonoverlapping(shape.as_ptr(), dims, shape.len());
             *rank = shape.len();
             *word_size = chunk.word_size() as u32;
+            *element_type = u32::from(chunk.element_type().to_byte());
             *decoded = chunk.decoded_len() as u64;
         }
         Ok(())
@@ -443,6 +456,7 @@ mod tests {
             rank: shape.len() as u32,
             lag: 0,
             shape: shape.as_ptr(),
+            element_type: 5,
         }
     }
 

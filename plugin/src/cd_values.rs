@@ -10,7 +10,7 @@
 //! whose user part is kept and whose rest is derived again; anything else is refused
 //! (see [`creation_options`]).
 
-use karoo::{Coder, ElementKind, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
+use karoo::{Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
 
 /// Predictor id that asks for per-tile automatic choice (as does 0).
 pub const PREDICTOR_AUTO: u32 = 12;
@@ -18,8 +18,17 @@ pub const PREDICTOR_AUTO: u32 = 12;
 /// Number of user-settable cd_values.
 pub const USER_VALUES: usize = 5;
 /// Version of the layout `set_local` writes at index 5.
-pub const LAYOUT_VERSION: u32 = 1;
-const FIXED_VALUES: usize = 11;
+pub const LAYOUT_VERSION: u32 = 2;
+/// The first layout version (no element type, no exact-size flag), still read.
+pub const LAYOUT_VERSION_1: u32 = 1;
+/// Values before the chunk dimensions in a layout of version 1.
+const FIXED_VALUES_V1: usize = 11;
+/// Values before the chunk dimensions in a layout of version 2.
+const FIXED_VALUES: usize = 12;
+/// Bit of the layout's `cd_values[10]` (version 2) set when karoo codes the dataset's
+/// chunks as HDF5 hands them over (no filter before it changes their size): a chunk
+/// must then decode to exactly the chunk's bytes.
+const EXACT_SIZE: u32 = 1 << 8;
 /// Largest chunk rank HDF5 allows.
 pub const MAX_CHUNK_RANK: usize = 32;
 
@@ -55,6 +64,8 @@ pub struct ElementLayout {
     pub word_size: u32,
     /// Words per element.
     pub components: u32,
+    /// The element type recorded in each chunk (unknown for a layout of version 1).
+    pub element_type: ElementType,
 }
 
 /// A complete filter configuration, as stored in the dataset's filter pipeline.
@@ -66,6 +77,9 @@ pub struct FilterConfig {
     pub element: ElementLayout,
     /// Chunk dimensions in elements.
     pub chunk: Vec<u64>,
+    /// No filter before karoo changes a chunk's size, so a chunk decodes to exactly
+    /// [`FilterConfig::chunk_bytes`] (false for a layout of version 1).
+    pub exact_size: bool,
 }
 
 impl UserOptions {
@@ -158,12 +172,19 @@ impl UserOptions {
 /// Anything longer is refused: `set_local` would overwrite the extra values.
 pub fn creation_options(values: &[u32]) -> Result<UserOptions, String> {
     let user = UserOptions::parse(values)?;
-    if values.len() > USER_VALUES && FilterConfig::from_values(values).is_err() {
-        return Err(format!(
-            "{} cd_values given; users set at most the first {USER_VALUES} (mode, coding, \
-             threads, time axis, lag), karoo appends the others itself",
-            values.len()
-        ));
+    if values.len() > USER_VALUES {
+        if let Err(why) = FilterConfig::from_values(values) {
+            let layout = if values.len() >= FIXED_VALUES_V1 {
+                format!(" and they are not a layout karoo wrote ({why})")
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "{} cd_values given{layout}; users set at most the first {USER_VALUES} (mode, \
+                 coding, threads, time axis, lag), karoo appends the others itself",
+                values.len()
+            ));
+        }
     }
     Ok(user)
 }
@@ -179,6 +200,7 @@ impl FilterConfig {
             e.class,
             e.word_size,
             e.components,
+            u32::from(e.element_type.to_byte()) | if self.exact_size { EXACT_SIZE } else { 0 },
             self.chunk.len() as u32,
         ]);
         v.extend(self.chunk.iter().map(|&d| d as u32));
@@ -188,20 +210,34 @@ impl FilterConfig {
     /// Parses a full cd_values array as stored by `set_local`.
     pub fn from_values(values: &[u32]) -> Result<FilterConfig, String> {
         let user = UserOptions::parse(values)?;
-        if values.len() < FIXED_VALUES {
+        if values.len() < FIXED_VALUES_V1 {
             return Err(format!(
-                "{} cd_values, expected at least {FIXED_VALUES} (was set_local skipped?)",
+                "{} cd_values, expected at least {FIXED_VALUES_V1} (was set_local skipped?)",
                 values.len()
             ));
         }
-        if values[5] != LAYOUT_VERSION {
-            return Err(format!("unknown cd_values layout version {}", values[5]));
+        let (fixed, extras) = match values[5] {
+            LAYOUT_VERSION_1 => (FIXED_VALUES_V1, 0),
+            LAYOUT_VERSION if values.len() >= FIXED_VALUES => (FIXED_VALUES, values[10]),
+            LAYOUT_VERSION => {
+                return Err(format!(
+                    "{} cd_values, expected at least {FIXED_VALUES} (was set_local skipped?)",
+                    values.len()
+                ))
+            }
+            v => return Err(format!("unknown cd_values layout version {v}")),
+        };
+        if extras & !(EXACT_SIZE | 0xff) != 0 {
+            return Err(format!("unknown bits {extras:#x} in cd_values[10]"));
         }
+        let element_type = ElementType::from_byte(extras as u8)
+            .ok_or_else(|| format!("unknown element type {:#x} in cd_values[10]", extras & 0xff))?;
         let element = ElementLayout {
             element_size: values[6],
             class: values[7],
             word_size: values[8],
             components: values[9],
+            element_type,
         };
         if !matches!(element.word_size, 1 | 2 | 4 | 8)
             || element.components == 0
@@ -212,22 +248,25 @@ impl FilterConfig {
                 element.element_size, element.components, element.word_size
             ));
         }
-        let rank = values[10] as usize;
-        if rank == 0 || rank > MAX_CHUNK_RANK || values.len() != FIXED_VALUES + rank {
+        if let Some(why) =
+            (element.element_type).mismatch(element.word_size as usize, element.components as usize)
+        {
+            return Err(format!("cd_values[10]: {why}"));
+        }
+        let rank = values[fixed - 1] as usize;
+        if rank == 0 || rank > MAX_CHUNK_RANK || values.len() != fixed + rank {
             return Err(format!(
                 "chunk rank {rank} does not match the {} cd_values",
                 values.len()
             ));
         }
-        let chunk: Vec<u64> = values[FIXED_VALUES..]
-            .iter()
-            .map(|&d| u64::from(d))
-            .collect();
+        let chunk: Vec<u64> = values[fixed..].iter().map(|&d| u64::from(d)).collect();
         user.check_chunk(&chunk)?;
         Ok(FilterConfig {
             user,
             element,
             chunk,
+            exact_size: extras & EXACT_SIZE != 0,
         })
     }
 
@@ -241,12 +280,28 @@ impl FilterConfig {
     }
 
     /// Largest decoded size to accept when decoding a chunk of this dataset: the chunk
-    /// size plus what a filter earlier in the pipeline may add (Fletcher-32 adds 4 bytes,
-    /// deflate of incompressible data a few per mille).
+    /// size when karoo codes the chunks as HDF5 hands them over; else the chunk size plus
+    /// what a filter earlier in the pipeline may add (Fletcher-32 adds 4 bytes, deflate of
+    /// incompressible data a few per mille).
     pub fn decode_limit(&self) -> u64 {
         self.chunk_bytes().map_or(u64::MAX, |bytes| {
-            bytes.saturating_add(bytes / 16).saturating_add(1 << 16)
+            if self.exact_size {
+                bytes
+            } else {
+                bytes.saturating_add(bytes / 16).saturating_add(1 << 16)
+            }
         })
+    }
+
+    /// Refuses a chunk that decodes to `decoded` bytes where the dataset's chunks hold
+    /// another number (only known when karoo codes the chunks as HDF5 hands them over).
+    pub fn check_decoded_len(&self, decoded: usize) -> Result<(), String> {
+        match self.chunk_bytes() {
+            Some(bytes) if self.exact_size && bytes != decoded as u64 => Err(format!(
+                "corrupt chunk: it decodes to {decoded} bytes, the dataset's chunks hold {bytes}"
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Codec parameters for a chunk buffer of `nbytes` bytes. A buffer of unexpected size
@@ -268,6 +323,7 @@ impl FilterConfig {
             ..Params::new(word, &[])
         };
         if self.chunk_bytes() == Some(nbytes as u64) {
+            params.element_type = e.element_type;
             params.shape = self.chunk.iter().map(|&d| d as usize).collect();
             params.shape.push(e.components as usize);
             params.time_axis = self.user.time_axis;
@@ -283,6 +339,7 @@ impl FilterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use karoo::TypeKind;
 
     fn complex64_config() -> FilterConfig {
         FilterConfig {
@@ -292,8 +349,10 @@ mod tests {
                 class: 2,
                 word_size: 4,
                 components: 2,
+                element_type: ElementType::of(TypeKind::Complex),
             },
             chunk: vec![4, 10, 5],
+            exact_size: true,
         }
     }
 
@@ -301,8 +360,25 @@ mod tests {
     fn full_values_round_trip() {
         let config = complex64_config();
         let values = config.to_values();
-        assert_eq!(values, vec![0, 0, 2, 1, 3, 1, 8, 2, 4, 2, 3, 4, 10, 5]);
+        assert_eq!(
+            values,
+            vec![0, 0, 2, 1, 3, 2, 8, 2, 4, 2, 5 | 1 << 8, 3, 4, 10, 5]
+        );
         assert_eq!(FilterConfig::from_values(&values).unwrap(), config);
+    }
+
+    #[test]
+    fn layouts_of_version_1_are_still_read() {
+        let v1 = [0, 0, 2, 1, 3, 1, 8, 2, 4, 2, 3, 4, 10, 5];
+        let config = FilterConfig::from_values(&v1).unwrap();
+        assert_eq!(config.element.element_type, ElementType::default());
+        assert!(!config.exact_size);
+        assert_eq!(config.chunk, vec![4, 10, 5]);
+        assert_eq!(config.decode_limit(), 1600 + 100 + 65536);
+        assert_eq!(config.check_decoded_len(1599), Ok(()));
+        // A version-1 array of rank 2 (13 values) is a copied layout, as is version 2's.
+        assert!(creation_options(&[0, 0, 0, 0, 0, 1, 8, 2, 4, 2, 2, 4, 10]).is_ok());
+        assert!(creation_options(&[0, 0, 0, 0, 0, 2, 8, 2, 4, 2, 5, 1, 4]).is_ok());
     }
 
     #[test]
@@ -318,9 +394,24 @@ mod tests {
 
     #[test]
     fn decode_limit_leaves_room_for_earlier_filters() {
-        let config = complex64_config();
+        let config = FilterConfig {
+            exact_size: false,
+            ..complex64_config()
+        };
         assert_eq!(config.chunk_bytes(), Some(1600));
         assert_eq!(config.decode_limit(), 1600 + 100 + 65536);
+        assert_eq!(config.check_decoded_len(1599), Ok(()));
+    }
+
+    #[test]
+    fn chunks_coded_as_handed_over_decode_to_exactly_their_size() {
+        let config = complex64_config();
+        assert_eq!(config.decode_limit(), 1600);
+        assert_eq!(config.check_decoded_len(1600), Ok(()));
+        assert_eq!(
+            config.check_decoded_len(1592).unwrap_err(),
+            "corrupt chunk: it decodes to 1592 bytes, the dataset's chunks hold 1600"
+        );
     }
 
     #[test]
@@ -377,11 +468,7 @@ mod tests {
         let full = complex64_config().to_values();
         assert_eq!(creation_options(&[1, 0, 2]).unwrap().mode, Mode::Archive);
         assert_eq!(creation_options(&full).unwrap(), complex64_config().user);
-        for values in [
-            &[0, 0, 0, 0, 0, 1, 99, 7][..],
-            &[0, 0, 0, 0, 0, 0],
-            &full[..full.len() - 1],
-        ] {
+        for values in [&[0, 0, 0, 0, 0, 1, 99, 7][..], &[0, 0, 0, 0, 0, 0]] {
             assert_eq!(
                 creation_options(values).unwrap_err(),
                 format!(
@@ -391,9 +478,20 @@ mod tests {
                 )
             );
         }
+        assert_eq!(
+            creation_options(&full[..full.len() - 1]).unwrap_err(),
+            "14 cd_values given and they are not a layout karoo wrote (chunk rank 3 does not \
+             match the 14 cd_values); users set at most the first 5 (mode, coding, threads, \
+             time axis, lag), karoo appends the others itself"
+        );
         let mut future = full.clone();
         future[5] = LAYOUT_VERSION + 1;
-        assert!(creation_options(&future).is_err());
+        assert_eq!(
+            creation_options(&future).unwrap_err(),
+            "15 cd_values given and they are not a layout karoo wrote (unknown cd_values \
+             layout version 3); users set at most the first 5 (mode, coding, threads, time \
+             axis, lag), karoo appends the others itself"
+        );
         // The user part's own errors come first.
         assert_eq!(
             creation_options(&[9, 0, 0, 0, 0, 1]).unwrap_err(),

@@ -4,12 +4,17 @@
 
 use std::ffi::c_void;
 use std::os::raw::{c_int, c_uint};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::catch_unwind;
 
 use crate::cd_values::{creation_options, ElementLayout, FilterConfig, USER_VALUES};
 use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_OPTIONAL, H5Z_FLAG_REVERSE};
 use crate::hdf5::{hdf5, write_parts, zero_fill, Minor};
+use crate::panics::caught;
 use crate::FILTER_ID;
+use karoo::{ElementType, TypeKind};
+
+/// HDF5's byte shuffle filter, which keeps a chunk's size.
+const SHUFFLE: c_int = 2;
 
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
 #[track_caller]
@@ -19,17 +24,9 @@ fn guarded<T>(
     failure: T,
     body: impl FnOnce() -> Result<T, String>,
 ) -> T {
-    let message = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => return value,
-        Ok(Err(message)) => message,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            format!("internal error: {what}")
-        }
+    let message = match caught(body) {
+        Ok(value) => return value,
+        Err(message) => message,
     };
     let message = if message.starts_with("karoo") {
         message
@@ -105,10 +102,18 @@ pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr
         if chunk.iter().any(|&d| d > u64::from(u32::MAX)) {
             return Err("chunk dimension does not fit in 32 bits".into());
         }
+        // Chunks reach karoo as HDF5 hands them over unless a filter before it changes
+        // their size (a byte shuffle does not).
+        let pipeline = api.filter_ids(dcpl).unwrap_or_default();
+        let exact_size = pipeline
+            .iter()
+            .position(|&id| id == FILTER_ID)
+            .is_some_and(|at| pipeline[..at].iter().all(|&id| id == SHUFFLE));
         let config = FilterConfig {
             user,
             element: element_layout(type_id)?,
             chunk,
+            exact_size,
         };
         api.set_filter_values(dcpl, FILTER_ID, flags, &config.to_values())?;
         Ok(0)
@@ -149,6 +154,9 @@ pub unsafe extern "C" fn filter(
             let limit = config.as_ref().map_or(u64::MAX, FilterConfig::decode_limit);
             let threads = config.as_ref().map_or(0, |c| c.user.threads);
             let chunk = karoo::Chunk::parse(input, limit).map_err(|e| e.to_string())?;
+            if let Ok(config) = &config {
+                config.check_decoded_len(chunk.decoded_len())?;
+            }
             // Not zero-filled here: each tile's region is, by the thread that decodes
             // it, just before (parallel, and in cache for the decoder).
             let mut output = api.allocate_uninit(chunk.decoded_len())?;
@@ -266,12 +274,40 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
         },
         _ => (1, 0),
     };
+    let components = size / word;
     Ok(ElementLayout {
         element_size,
         class,
         word_size: word as u32,
-        components: (size / word) as u32,
+        components: components as u32,
+        element_type: element_type(type_id, class, word, components),
     })
+}
+
+/// The element type recorded in the chunks: integers, floats and compounds of two floats
+/// (complex numbers) of a known byte order; unknown for anything else.
+fn element_type(type_id: Hid, class: u32, word: usize, components: usize) -> ElementType {
+    let api = hdf5();
+    let Ok((hdf5_class, _)) = api.type_class_size(type_id) else {
+        return ElementType::default();
+    };
+    let kind = match (hdf5_class, class, components) {
+        (type_class::INTEGER, 1, 1) => match api.is_signed(type_id) {
+            Some(true) => TypeKind::Signed,
+            Some(false) => TypeKind::Unsigned,
+            None => return ElementType::default(),
+        },
+        (type_class::FLOAT, 2, 1) if matches!(word, 2 | 4 | 8) => TypeKind::Float,
+        (type_class::COMPOUND, 2, 2) if matches!(word, 4 | 8) => TypeKind::Complex,
+        _ => return ElementType::default(),
+    };
+    match api.is_big_endian(type_id) {
+        Some(big_endian) => ElementType {
+            big_endian,
+            ..ElementType::of(kind)
+        },
+        None => ElementType::default(),
+    }
 }
 
 #[cfg(test)]

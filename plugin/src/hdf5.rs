@@ -89,6 +89,8 @@ pub struct Hdf5 {
     type_member_offset: Option<MemberSizeFn>,
     type_super: Option<TypeIdFn>,
     type_is_variable_str: Option<TypeIntFn>,
+    type_sign: Option<TypeIntFn>,
+    type_order: Option<TypeIntFn>,
     type_close: Option<CloseFn>,
     allocate: Option<AllocateFn>,
     free: Option<FreeFn>,
@@ -220,6 +222,8 @@ impl Hdf5 {
             type_member_offset: function!(lib, "H5Tget_member_offset", MemberSizeFn),
             type_super: function!(lib, "H5Tget_super", TypeIdFn),
             type_is_variable_str: function!(lib, "H5Tis_variable_str", TypeIntFn),
+            type_sign: function!(lib, "H5Tget_sign", TypeIntFn),
+            type_order: function!(lib, "H5Tget_order", TypeIntFn),
             type_close: function!(lib, "H5Tclose", CloseFn),
             allocate: function!(lib, "H5allocate_memory", AllocateFn),
             free: function!(lib, "H5free_memory", FreeFn),
@@ -420,6 +424,27 @@ impl Hdf5 {
         let info = self.type_class_size(base);
         self.close_type(base);
         info
+    }
+
+    /// Whether an integer datatype is signed (`H5Tget_sign`: two's complement), if known.
+    pub fn is_signed(&self, type_id: Hid) -> Option<bool> {
+        // SAFETY: plain call on an id HDF5 handed us; failure is negative.
+        match unsafe { (self.type_sign?)(type_id) } {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Whether the datatype's numbers are big-endian (`H5Tget_order`; for a compound
+    /// type, its members' common order), if the order is one of the two.
+    pub fn is_big_endian(&self, type_id: Hid) -> Option<bool> {
+        // SAFETY: plain call on an id HDF5 handed us; failure is negative.
+        match unsafe { (self.type_order?)(type_id) } {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
     }
 
     /// Whether the datatype is a variable-length string.

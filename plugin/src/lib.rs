@@ -13,6 +13,7 @@ mod ffi;
 mod filter;
 mod guard;
 mod hdf5;
+mod panics;
 
 pub use filter::VARIABLE_LENGTH_REFUSAL;
 

@@ -30,6 +30,7 @@ __all__ = [
     "Chunk",
     "FILTER_ID",
     "Karoo",
+    "KarooCodec",
     "KarooError",
     "LIBRARY_PATH",
     "MODES",
@@ -57,6 +58,17 @@ else:
     except Exception as error:  # never break the import: say why, h5py still works
         _h5py_error = error
         warnings.warn(f"karoo: could not register the HDF5 filter with h5py: {error}", stacklevel=2)
+
+
+
+def __getattr__(name):
+    # The numcodecs codec, imported on first use: numcodecs is not needed for the rest.
+    if name == "KarooCodec":
+        from .codecs import KarooCodec
+
+        return KarooCodec
+    raise AttributeError(f"module 'karoo' has no attribute {name!r}")
+
 
 Config = namedtuple(
     "Config",

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 
 from . import _lib
+from ._lib import KarooError
 from ._options import MAX_THREADS, Options, _count
 
 
@@ -71,21 +73,60 @@ def _address(buffer):
 
 def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
              time_axis=0, lag=0) -> Chunk:
-    """Compresses a numpy array (any shape; the time axis is `time_axis`) into one karoo chunk.
+    """Compresses a numpy array (any shape; the time axis is `time_axis`) into one karoo chunk
+    of the array's bytes in C order, as HDF5 stores a chunk.
 
     The options are those of :class:`karoo.Karoo`. The GIL is released while the chunk is coded.
     """
     options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
-    array = np.ascontiguousarray(array)
+    return compress_array(np.asarray(array), options, memory_order=False)
+
+
+# Element type kinds (docs/format.md, "Element type"): bits 0-3 of the byte.
+_KINDS = {"b": 1, "u": 2, "i": 3, "f": 4, "c": 5}
+_FORTRAN, _SCALAR, _BIG_ENDIAN = 0x10, 0x40, 0x80
+
+
+def _element_type(dtype: np.dtype, ndim: int, fortran: bool) -> int:
+    """The element type byte a chunk of `dtype` records (0: a type it has no kind for)."""
+    kind = _KINDS.get(dtype.kind, 0) if not dtype.fields and dtype.subdtype is None else 0
+    if (kind == 1 and dtype.itemsize != 1) or (kind == 4 and dtype.itemsize not in (2, 4, 8)) \
+            or (kind == 5 and dtype.itemsize not in (8, 16)) or (kind in (2, 3) and dtype.itemsize not in (1, 2, 4, 8)):
+        kind = 0
+    if kind == 0:
+        return 0
+    big = dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big")
+    return kind | (_FORTRAN if fortran else 0) | (_SCALAR if ndim == 0 else 0) | (_BIG_ENDIAN if big else 0)
+
+
+def _recorded_dtype(element_type: int, word: int) -> np.dtype | None:
+    """The numpy dtype a chunk's element type byte and word size name, if any."""
+    kind = element_type & 0x0F
+    order = ">" if element_type & _BIG_ENDIAN else "<"
+    code = {1: "b", 2: "u", 3: "i", 4: "f", 5: "c"}.get(kind)
+    if code is None:
+        return None
+    return np.dtype("?" if kind == 1 else f"{order}{code}{word * (2 if kind == 5 else 1)}")
+
+
+def compress_array(array: np.ndarray, options: Options, memory_order: bool) -> Chunk:
+    """:func:`compress` with validated `options`; with `memory_order`, an array in Fortran
+    order is coded as it lies in memory (its transpose, recorded as such), as numcodecs
+    codecs code a buffer, instead of being copied to C order."""
     if array.dtype.hasobject:
         raise TypeError("karoo: cannot compress arrays of Python objects")
-    word, components, element = layout(array.dtype)
-    shape = list(array.shape) or [1]
-    if options.time_axis >= len(shape):
+    time_axis, fortran = options.time_axis, False
+    if array.ndim and options.time_axis >= array.ndim:
         raise ValueError(
             f"karoo: time_axis {options.time_axis} is out of range for an array of rank {array.ndim}"
         )
-    plane = math.prod(shape[options.time_axis:])
+    if memory_order and array.ndim > 1 and array.flags.f_contiguous and not array.flags.c_contiguous:
+        array, time_axis, fortran = array.T, array.ndim - 1 - options.time_axis, True
+    elif not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    word, components, element = layout(array.dtype)
+    shape = list(array.shape) or [1]
+    plane = math.prod(shape[time_axis:])
     if options.lag > plane:
         raise ValueError(
             f"karoo: lag {options.lag} exceeds the {plane} elements of one step along the time axis"
@@ -96,7 +137,8 @@ def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="a
     raw = array.reshape(-1).view(np.uint8) if array.size else np.zeros(0, np.uint8)
     data = _lib.compress_raw(raw.ctypes.data, raw.nbytes, word, shape, components, element,
                              mode_id, predictor_id, map_id, coder_id, options.threads,
-                             options.time_axis, options.lag, into=Chunk)
+                             time_axis, options.lag, _element_type(array.dtype, array.ndim, fortran),
+                             into=Chunk)
     data.dtype = array.dtype
     return data
 
@@ -107,11 +149,21 @@ def _with_dtype(data: bytes, dtype: np.dtype) -> Chunk:
     return out
 
 
-def chunk_shape(data) -> tuple[tuple[int, ...], int, int]:
+def chunk_shape(data, max_size: int | None = None) -> tuple[tuple[int, ...], int, int]:
     """(shape in words, word size, decoded bytes) of a chunk, its header validated (the
-    library reads every header version)."""
+    library reads every header version); a chunk declaring more than `max_size` bytes is
+    refused."""
     nbytes, address = _address(data)
-    return _lib.decoded_shape(address, nbytes)
+    words, word, _, size = _lib.decoded_shape(address, nbytes, _limit(max_size))
+    return words, word, size
+
+
+def _limit(max_size: int | None) -> int:
+    if max_size is None:
+        return 2**64 - 1
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 0:
+        raise ValueError(f"karoo: max_size must be a byte count of 0 or more, not {max_size!r}")
+    return int(max_size)
 
 
 def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tuple[int, ...]:
@@ -126,25 +178,39 @@ def _element_shape(words: tuple[int, ...], dtype: np.dtype, nbytes: int) -> tupl
     return (count,)
 
 
-def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
+def decompress(data, out=None, dtype=None, threads=0, max_size=None) -> np.ndarray:
     """Decodes one karoo chunk (from :func:`compress`, or an HDF5 chunk read with
     ``read_direct_chunk``) into a numpy array, checking its checksums.
 
     The shape comes from the chunk. The dtype comes from `out`, else `dtype`, else the
-    :class:`Chunk` returned by `compress`. `out`, when given, must be a C-contiguous array of
-    exactly the decoded size; it is filled and returned. The GIL is released while decoding.
+    chunk's own record of it (chunks of format version 3), else the :class:`Chunk` returned
+    by `compress`. `out`, when given, must be a contiguous array of exactly the decoded
+    size (C order, or Fortran order for a chunk coded from one); it is filled and returned.
+    A chunk that declares more than `max_size` bytes (or than `out` holds) is refused
+    before anything is allocated. The GIL is released while decoding.
     """
     coded_len, address = _address(data)
-    words, _, nbytes = _lib.decoded_shape(address, coded_len)
+    limit = _limit(max_size)
     if out is not None:
-        if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("karoo: out must be a writeable C-contiguous numpy array")
+        if not isinstance(out, np.ndarray) or not out.flags.writeable:
+            raise ValueError("karoo: out must be a writeable contiguous numpy array")
+        limit = min(limit, out.nbytes)
+    words, word, element, nbytes = _lib.decoded_shape(address, coded_len, limit)
+    fortran = bool(element & _FORTRAN)
+    if out is not None:
+        contiguous = out.flags.f_contiguous if fortran else out.flags.c_contiguous
+        if not contiguous:
+            order = "Fortran" if fortran else "C"
+            raise ValueError(f"karoo: out must be {order}-contiguous for this chunk, coded in {order} order")
         if out.nbytes != nbytes:
             raise ValueError(f"karoo: out holds {out.nbytes} bytes, the chunk decodes to {nbytes}")
         if dtype is not None and np.dtype(dtype) != out.dtype:
             raise ValueError(f"karoo: dtype {np.dtype(dtype)} does not match out's {out.dtype}")
         _lib.decompress_raw(address, coded_len, out.ctypes.data, nbytes, _threads(threads))
         return out
+    recorded = _recorded_dtype(element, word)
+    if dtype is None:
+        dtype = recorded
     if dtype is None:
         dtype = getattr(data, "dtype", None) if isinstance(data, Chunk) else None
     if dtype is None:
@@ -152,8 +218,16 @@ def decompress(data, out=None, dtype=None, threads=0) -> np.ndarray:
             "karoo: the chunk does not record its dtype; pass dtype= (a dataset's dtype, say) or out="
         )
     dtype = np.dtype(dtype)
-    result = np.empty(_element_shape(words, dtype, nbytes), dtype=dtype)
+    shape = _element_shape(words, dtype, nbytes)
+    try:
+        result = np.empty(shape, dtype=dtype)
+    except MemoryError:
+        raise KarooError(f"karoo: cannot allocate the {nbytes} bytes the chunk decodes to") from None
     _lib.decompress_raw(address, coded_len, result.ctypes.data, nbytes, _threads(threads))
+    if element & _SCALAR and result.size == 1:
+        return result.reshape(())
+    if fortran and len(shape) > 1:
+        return result.T
     return result
 
 

@@ -40,6 +40,7 @@ class _Params(ctypes.Structure):
         ("rank", ctypes.c_uint32),
         ("lag", ctypes.c_uint64),
         ("shape", ctypes.POINTER(ctypes.c_uint64)),
+        ("element_type", ctypes.c_uint32),
     ]
 
 
@@ -62,8 +63,9 @@ def _load() -> ctypes.CDLL:
     lib.karoo_buffer_free.restype = None
     lib.karoo_decoded_len.argtypes = [buf, ctypes.c_size_t, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64), *err]
     lib.karoo_decoded_len.restype = ctypes.c_int
-    lib.karoo_decoded_shape.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
-                                         ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint32),
+    lib.karoo_decoded_shape.argtypes = [buf, ctypes.c_size_t, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64),
+                                         ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                                         ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
                                          ctypes.POINTER(ctypes.c_uint64), *err]
     lib.karoo_decoded_shape.restype = ctypes.c_int
     lib.karoo_decompress_into.argtypes = [buf, ctypes.c_size_t, buf, ctypes.c_size_t, ctypes.c_uint32, *err]
@@ -103,12 +105,13 @@ def _take_buffer(handle: ctypes.c_void_p, into=bytes):
 
 def compress_raw(data, nbytes: int, word_size: int, shape, components: int, element_class: int,
                  mode: int, predictor: int, residual_map: int, coder: int, threads: int,
-                 time_axis: int, lag: int, into=bytes):
+                 time_axis: int, lag: int, element_type: int = 0, into=bytes):
     """Compresses `nbytes` bytes at the address `data` (see karoo_compress) into a new
-    `into` (``bytes`` or a subclass)."""
+    `into` (``bytes`` or a subclass); `element_type` is the header byte the chunk records
+    (docs/format.md, "Element type")."""
     dims = (ctypes.c_uint64 * len(shape))(*shape)
     params = _Params(word_size, components, element_class, mode, predictor, residual_map, coder,
-                     threads, time_axis, len(shape), lag, dims)
+                     threads, time_axis, len(shape), lag, dims, element_type)
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_ERR_LEN)
     _check(lib.karoo_compress(data, nbytes, ctypes.byref(params), ctypes.byref(handle), err, _ERR_LEN), err)
@@ -123,14 +126,15 @@ def decoded_len(data, nbytes: int, limit: int = 2**64 - 1) -> int:
     return out.value
 
 
-def decoded_shape(data, nbytes: int) -> tuple[tuple[int, ...], int, int]:
-    """(shape in words, word size, decoded bytes) of a chunk (header and tile table validated)."""
+def decoded_shape(data, nbytes: int, limit: int = 2**64 - 1) -> tuple[tuple[int, ...], int, int, int]:
+    """(shape in words, word size, element type byte, decoded bytes) of a chunk (header and
+    tile table validated; a chunk declaring more than `limit` bytes is refused)."""
     dims = (ctypes.c_uint64 * MAX_RANK)()
-    rank, word, size = ctypes.c_size_t(), ctypes.c_uint32(), ctypes.c_uint64()
+    rank, word, element, size = ctypes.c_size_t(), ctypes.c_uint32(), ctypes.c_uint32(), ctypes.c_uint64()
     err = ctypes.create_string_buffer(_ERR_LEN)
-    _check(lib.karoo_decoded_shape(data, nbytes, dims, MAX_RANK, ctypes.byref(rank), ctypes.byref(word),
-                                   ctypes.byref(size), err, _ERR_LEN), err)
-    return tuple(dims[: rank.value]), word.value, size.value
+    _check(lib.karoo_decoded_shape(data, nbytes, limit, dims, MAX_RANK, ctypes.byref(rank), ctypes.byref(word),
+                                   ctypes.byref(element), ctypes.byref(size), err, _ERR_LEN), err)
+    return tuple(dims[: rank.value]), word.value, element.value, size.value
 
 
 def decompress_raw(data, nbytes: int, out, out_len: int, threads: int) -> None:

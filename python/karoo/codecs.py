@@ -1,10 +1,15 @@
 """numcodecs codec ``karoo`` (entry point group ``numcodecs.codecs``).
 
 ``numcodecs.get_codec({"id": "karoo", "mode": "archive"})`` gives a :class:`KarooCodec`.
-Encoding uses the array's dtype and shape (zarr v2 hands the codec the chunk as an array;
-a plain bytes buffer is coded as bytes). Decoding needs only the bytes: with ``out`` it
-fills ``out``; without, it returns the decoded bytes as a flat uint8 array (or the typed
-array when given the :class:`karoo.Chunk` that encode returned).
+As every numcodecs codec, it codes a buffer as it lies in memory: an array in Fortran order
+is coded as such (its transpose, which the chunk records), so Zarr's ``order="F"`` and
+``decode(..., out=)`` into a Fortran-order array get back exactly the bytes written. A
+plain bytes buffer is coded as bytes.
+
+Decoding needs only the bytes: with ``out`` it fills ``out`` (a chunk that decodes to more
+bytes than ``out`` holds is refused before anything is decoded); without, it returns the
+array it was given (dtype, shape and order, 0-d included) for chunks that record their
+type, and flat bytes (uint8) for a chunk of bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import numpy as np
 from numcodecs.abc import Codec
 from numcodecs.compat import ensure_contiguous_ndarray_like, ensure_ndarray_like
 
-from ._array import Chunk, chunk_shape, compress, decompress
+from ._array import compress_array, decompress
 from ._options import Options
 
 
@@ -33,25 +38,39 @@ class KarooCodec(Codec):
         array = ensure_ndarray_like(buf)
         if array.dtype.hasobject:
             raise TypeError("karoo: cannot encode arrays of Python objects")
-        options = self._options.as_dict()
-        if array.ndim <= options["time_axis"]:
-            options["time_axis"] = 0
-        return compress(np.ascontiguousarray(array), **options)
+        options = self._options
+        if array.ndim <= options.time_axis:
+            options = Options.make(**{**options.as_dict(), "time_axis": 0})
+        return compress_array(np.asarray(array), options, memory_order=True)
 
     def decode(self, buf, out=None):
         data = ensure_contiguous_ndarray_like(buf).view(np.uint8).reshape(-1)
         if out is not None:
+            if isinstance(out, np.ndarray) and out.dtype.hasobject:
+                raise TypeError("karoo: cannot decode into an array of Python objects")
             target = ensure_contiguous_ndarray_like(out).view(np.uint8).reshape(-1)
             decompress(data, out=target, threads=self._options.threads)
             return out
-        if isinstance(buf, Chunk) and buf.dtype is not None:
-            return decompress(buf, threads=self._options.threads)
-        _, _, nbytes = chunk_shape(data)
-        return decompress(data, out=np.empty(nbytes, np.uint8), threads=self._options.threads)
+        return decompress(data, dtype=_dtype_or_bytes(buf, data), threads=self._options.threads)
 
     def get_config(self):
         return {"id": self.codec_id, **self._options.as_dict()}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._options.as_dict().items())
-        return f"KarooCodec({args})"
+        return f"{type(self).__name__}({args})"
+
+
+def _dtype_or_bytes(buf, data: np.ndarray):
+    """The dtype to decode a chunk into when no ``out`` is given: the chunk's own record
+    (None lets decompress read it), else the :class:`karoo.Chunk`'s, else bytes."""
+    from ._array import Chunk, _recorded_dtype
+    from ._lib import decoded_shape
+
+    nbytes = data.nbytes
+    _, word, element, _ = decoded_shape(data.ctypes.data if nbytes else None, nbytes)
+    if _recorded_dtype(element, word) is not None:
+        return None
+    if isinstance(buf, Chunk) and buf.dtype is not None:
+        return buf.dtype
+    return np.uint8

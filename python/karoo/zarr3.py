@@ -13,13 +13,14 @@ array's metadata.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
 from zarr.core.common import parse_named_configuration
 
-from ._array import compress, decompress, layout
+from ._array import chunk_shape, compress, decompress, layout
 from ._options import Options
 
 
@@ -89,9 +90,11 @@ class KarooCodec(_Options, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_bytes(bytes(compress(array, **options)))
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
-        dtype = chunk_spec.dtype.to_native_dtype()
-        array = decompress(chunk_bytes.as_numpy_array(), dtype=dtype, threads=self.threads)
-        return chunk_spec.prototype.nd_buffer.from_numpy_array(array.reshape(chunk_spec.shape))
+        # Decoded straight into an array of the chunk spec: a chunk that declares any other
+        # size is refused before it is decoded.
+        out = np.empty(chunk_spec.shape, dtype=chunk_spec.dtype.to_native_dtype())
+        decompress(chunk_bytes.as_numpy_array(), out=out, threads=self.threads)
+        return chunk_spec.prototype.nd_buffer.from_numpy_array(out)
 
     async def _encode_single(self, chunk_array, chunk_spec):
         return await asyncio.to_thread(self._encode_sync, chunk_array, chunk_spec)
@@ -136,9 +139,10 @@ class KarooBytesCodec(_Options, BytesBytesCodec):
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
         data = chunk_bytes.as_numpy_array()
-        from ._array import chunk_shape
-
-        _, _, nbytes = chunk_shape(data)
+        # The chunk's bytes, or what a codec before karoo made of them (a checksum adds a
+        # few bytes): a chunk that declares more is refused before anything is allocated.
+        expected = math.prod(chunk_spec.shape) * chunk_spec.dtype.to_native_dtype().itemsize
+        _, _, nbytes = chunk_shape(data, max_size=expected + expected // 16 + (1 << 16))
         out = np.empty(nbytes, np.uint8)
         decompress(data, out=out, threads=self.threads)
         return chunk_spec.prototype.buffer.from_array_like(out)

@@ -81,15 +81,25 @@ def test_decompress_into_out_and_shape_from_the_chunk():
     flat = np.empty(data.size, data.dtype)
     karoo.decompress(chunk, out=flat)
     assert same_bits(flat, data.reshape(-1))
-    with pytest.raises(ValueError, match=r"karoo: out holds 8 bytes, the chunk decodes to 1920"):
+    # An out too small refuses the chunk before decoding; one too large is refused too.
+    with pytest.raises(karoo.KarooError, match=r"karoo: chunk declares 1920 decoded bytes, more than the 8 expected"):
         karoo.decompress(chunk, out=np.empty(1, "c8"))
+    with pytest.raises(ValueError, match=r"karoo: out holds 3840 bytes, the chunk decodes to 1920"):
+        karoo.decompress(chunk, out=np.empty(480, "c8"))
 
 
 def test_dtype_is_recorded_by_compress_or_required():
     chunk = karoo.compress(np.arange(12, dtype="f4"))
     assert pickle.loads(pickle.dumps(chunk)).dtype == np.dtype("f4")
+    # The chunk records numeric types itself (format version 3)...
+    for dtype in ("f2", "f4", "f8", "c8", "c16", "i1", "u2", "i4", "u8", "?", ">f4", ">i2"):
+        data = np.arange(24).reshape(2, 3, 4).astype(dtype)
+        assert same_bits(karoo.decompress(bytes(karoo.compress(data))), data), dtype
+    # ... but not records, which need dtype= (or the Chunk compress returned).
+    pair = np.zeros(12, "<i4,<i4")
     with pytest.raises(TypeError, match="karoo: the chunk does not record its dtype; pass dtype="):
-        karoo.decompress(bytes(chunk))
+        karoo.decompress(bytes(karoo.compress(pair)))
+    assert same_bits(karoo.decompress(karoo.compress(pair)), pair)
 
 
 def test_any_buffer_of_a_chunk_decodes():

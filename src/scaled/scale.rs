@@ -728,7 +728,10 @@ pub fn dequantise_in_place<T: Word>(bytes: &mut [u8], group: usize, scales: &[u6
     crate::isa::vectorised(
         #[inline(always)]
         || {
-            for (g, &bits) in bytes.chunks_mut(group * T::BYTES).zip(scales) {
+            // Saturating: a group of any length (the scale section bounds it by the
+            // chunk) cuts the bytes into whole pieces, never pieces of 0 bytes.
+            let piece = group.saturating_mul(T::BYTES).max(T::BYTES);
+            for (g, &bits) in bytes.chunks_mut(piece).zip(scales) {
                 if bits == UNSCALED {
                     continue;
                 }
@@ -749,7 +752,7 @@ pub fn dequantise_into<T: Word>(integers: &[u8], out: &mut [u8], group: usize, s
     crate::isa::vectorised(
         #[inline(always)]
         || {
-            let bytes = group * T::BYTES;
+            let bytes = group.saturating_mul(T::BYTES).max(T::BYTES);
             let mut done = 0;
             for ((from, to), &bits) in integers
                 .chunks(bytes)

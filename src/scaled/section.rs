@@ -55,6 +55,11 @@ impl Scales {
         if group < MIN_GROUP as u64 {
             return bad(format!("group of {group} words, fewer than {MIN_GROUP}"));
         }
+        // Encoders take a group from the shape's trailing sizes, so it is never longer
+        // than the chunk; a longer one would make a group's byte length overflow.
+        if group > words {
+            return bad(format!("group of {group} words in a chunk of {words}"));
+        }
         if u64::from(count) != words.div_ceil(group) {
             return bad(format!(
                 "{count} scales for {words} words in groups of {group}"
@@ -80,5 +85,31 @@ impl Scales {
         let group = usize::try_from(group)
             .map_err(|_| Error::CorruptHeader("scale section: group too large".into()))?;
         Ok((Scales { group, scales }, end + 8))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A section of one scale for `group` words.
+    fn section(group: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        Scales {
+            group,
+            scales: vec![0.5f64.to_bits()],
+        }
+        .write(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_group_longer_than_the_chunk_is_refused() {
+        assert_eq!(
+            Scales::parse(&section(1 << 62), 100).unwrap_err().to_string(),
+            "karoo: corrupt chunk: scale section: group of 4611686018427387904 words in a chunk of 100"
+        );
+        let (scales, len) = Scales::parse(&section(100), 100).unwrap();
+        assert_eq!((scales.group, len), (100, section(100).len()));
     }
 }
