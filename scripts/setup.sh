@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh Debian machine: system packages, a Python venv, and a
-# release build of the karoo plugin. Safe to re-run: every step is skipped when done.
+# release build of the karoo plugin (another cargo profile with KAROO_CARGO_PROFILE).
+# Safe to re-run: every step is skipped when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,5 +44,8 @@ if ! "$VENV/bin/python" -c "import h5py, hdf5plugin, numpy, pytest, matplotlib, 
   "$VENV/bin/pip" install -q -r scripts/requirements.txt
 fi
 
-echo "setup: building the plugin (release)"
-cargo build --release -q -p h5karoo
+# KAROO_CARGO_PROFILE picks another cargo profile (scripts/test.sh: the tests' `checked`),
+# as setup.py does for `pip install .`.
+profile="${KAROO_CARGO_PROFILE:-release}"
+echo "setup: building the plugin ($profile)"
+cargo build --profile "$profile" -q -p h5karoo

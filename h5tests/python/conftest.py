@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-PLUGIN_DIR = REPO / "target" / "release"
+# The plugin under test: HDF5_PLUGIN_PATH when set (scripts/test.sh sets it to the tests'
+# build), else this checkout's release build.
+PLUGIN_DIR = pathlib.Path(os.environ.get("HDF5_PLUGIN_PATH") or REPO / "target" / "release")
 HERA_DIR = REPO.parent / "shared" / "data" / "hera"
 KAROO = 52033
 
@@ -20,7 +22,8 @@ import h5py  # noqa: E402
 
 def pytest_configure(config):
     if not (PLUGIN_DIR / "libh5karoo.so").exists():
-        raise pytest.UsageError(f"{PLUGIN_DIR}/libh5karoo.so missing: run cargo build --release -p h5karoo")
+        raise pytest.UsageError(f"{PLUGIN_DIR}/libh5karoo.so missing: run cargo build --release -p h5karoo "
+                                "(or set HDF5_PLUGIN_PATH to the folder holding it)")
 
 
 def same_bits(a, b):
