@@ -4,7 +4,7 @@ docs/compression.md.
 
     .venv/bin/python scripts/bench_compression.py                      # ratios, markdown to stdout
     .venv/bin/python scripts/bench_compression.py --speed --out docs/compression.md
-    .venv/bin/python scripts/bench_compression.py --plugin /work/main/target/release --quick
+    .venv/bin/python scripts/bench_compression.py --level 9 --quick      # karoo at effort level 9
 
 Cases: every UVH5 file under --data (default ../shared/data), its blt axis sorted by
 /Header/time_array (stable) into (time, baseline, ...), visibilities as users store them
@@ -16,7 +16,8 @@ scale (amplitudes as float32, cross-spectra as complex64); a snapshot of one int
 four polarisations and flagged channels. Each is chunked with 1, 2, 4, 16 and all time steps
 per chunk (sizes beyond the time count dropped), every other axis whole.
 
-Codecs: karoo fast (compression=52033) and archive (compression_opts=(1,)), Bitshuffle+LZ4,
+Codecs: karoo fast (compression=52033) and archive (compression_opts=(1,)), at --level (0,
+each mode's default; the level is cd_values[0]'s bits 8-15), Bitshuffle+LZ4,
 Bitshuffle+Zstd, Blosc2 shuffle+Zstd 5, gzip 6 + shuffle, Zstd 19 and bzip2 9 through h5py
 (stored/raw = the dataset's storage size over its raw bytes; HDF5 pads edge chunks);
 pcodec level 8, xz -9 and Blosc2 shuffle+bytedelta+Zstd 9 standalone, chunk by chunk with
@@ -50,6 +51,8 @@ import h5_timing  # noqa: E402
 
 KAROO = 52033
 STEPS = (1, 2, 4, 16)
+# karoo's effort level in every karoo codec of the run (--level; 0: each mode's default).
+LEVEL = 0
 FAST, ARCHIVE, BSLZ4 = "karoo fast", "karoo archive", "bitshuffle+lz4"
 
 
@@ -64,6 +67,8 @@ def parse_args():
     parser.add_argument("--speed", action="store_true", help="add the h5py speed table of the targets")
     parser.add_argument("--no-ratios", action="store_true", help="skip the ratio table (with --speed: speed only)")
     parser.add_argument("--repeats", type=int, default=3, help="speed: best of this many runs")
+    parser.add_argument("--level", type=int, default=0, choices=range(10),
+                        help="karoo's effort level in both modes (0: each mode's default)")
     parser.add_argument("--out", help="also write the markdown to this file, labelled with date, commit, machine, command")
     return parser.parse_args()
 
@@ -146,8 +151,8 @@ def h5_codecs():
 
     bs = hdf5plugin.Blosc2
     codecs = {
-        FAST: {"compression": KAROO},
-        ARCHIVE: {"compression": KAROO, "compression_opts": (1,)},
+        FAST: {"compression": KAROO, "compression_opts": (256 * LEVEL,)},
+        ARCHIVE: {"compression": KAROO, "compression_opts": (1 + 256 * LEVEL,)},
         BSLZ4: dict(hdf5plugin.Bitshuffle(cname="lz4")),
         "bitshuffle+zstd": dict(hdf5plugin.Bitshuffle(cname="zstd")),
         "blosc2 shuffle+zstd 5": dict(bs(cname="zstd", clevel=5, filters=bs.SHUFFLE)),
@@ -475,7 +480,9 @@ def header(emit, args, plugin_dir, base):
 
 
 def main():
+    global LEVEL
     args = parse_args()
+    LEVEL = args.level
     plugin_dir = pathlib.Path(args.plugin).resolve()
     if not (plugin_dir / "libh5karoo.so").is_file():
         raise SystemExit(f"bench_compression: no libh5karoo.so in {plugin_dir} (build: cargo build --release -p h5karoo)")

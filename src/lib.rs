@@ -47,7 +47,7 @@ pub use decompress::{decoded_len, decompress, decompress_into, decompress_with, 
 pub use element_type::{ElementType, TypeKind};
 pub use error::{Error, Result};
 pub use format::MAX_RANK;
-pub use params::{ElementKind, Mode, Params, MAX_THREADS};
+pub use params::{ElementKind, Mode, Params, MAX_LEVEL, MAX_THREADS};
 pub use pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 pub use predict::residual::ResidualMap;
 pub use predict::Predictor;

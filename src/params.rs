@@ -122,7 +122,18 @@ pub struct Params {
     /// What the elements are, recorded in the chunk for typed readers (decoding bytes
     /// never needs it); unknown by default.
     pub element_type: ElementType,
+    /// Effort: 0 is the mode's default; 1 (fastest) to [`MAX_LEVEL`] (smallest). Levels 1
+    /// to 3 skip the general-purpose trials, 4 to 8 are the default, 9 codes every
+    /// general-purpose coder in full on each tile (residuals and words as they are) and
+    /// keeps the smallest. Decoding never depends on it.
+    pub level: u8,
 }
+
+/// The highest effort level.
+pub const MAX_LEVEL: u8 = 9;
+
+/// Levels up to this one skip the general-purpose trials.
+const LEAN_LEVELS: u8 = 3;
 
 impl Params {
     /// Fast-mode parameters for a chunk of `shape` words of `word_size` bytes, time axis 0.
@@ -140,6 +151,7 @@ impl Params {
             threads: 0,
             mode: Mode::Fast,
             element_type: ElementType::default(),
+            level: 0,
         }
     }
 
@@ -181,27 +193,30 @@ impl Params {
         } else {
             DEFAULT_CODER
         });
+        // Low levels skip the trials of other coders; no coder requested, they apply.
+        let trials = self.coder.is_none() && !(1..=LEAN_LEVELS).contains(&self.level);
         Candidates {
             predictors,
             maps,
             heads,
             coder,
             greedy: archive,
-            try_alternatives: archive && self.coder.is_none(),
-            generic: self.coder.is_none().then_some(if archive {
+            try_alternatives: archive && trials,
+            generic: trials.then_some(if archive {
                 Coder::ShuffledZstd
             } else {
                 Coder::ShuffledLz4
             }),
-            sparse: unrequested.then_some(if archive {
+            sparse: (unrequested && trials).then_some(if archive {
                 Coder::BitshuffledZstd
             } else {
                 Coder::BitshuffledLz4
             }),
-            few_planes: archive && unrequested,
+            few_planes: archive && unrequested && trials,
             generic_on_repeats: archive,
-            float_fields: archive && self.coder.is_none() && self.element == ElementKind::Float,
+            float_fields: archive && trials && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),
+            exhaustive: trials && self.level == MAX_LEVEL,
         }
     }
 
@@ -218,6 +233,12 @@ impl Params {
             return Err(Error::InvalidParams(format!(
                 "buffer of {len} bytes is not a whole number of {}-byte words",
                 self.word_size
+            )));
+        }
+        if self.level > MAX_LEVEL {
+            return Err(Error::InvalidParams(format!(
+                "level {} is not 0 (the default) or 1 (fastest) to {MAX_LEVEL} (smallest)",
+                self.level
             )));
         }
         if self.threads > MAX_THREADS {

@@ -33,6 +33,13 @@ fn bad_parameters_give_clear_errors() {
         }),
         "karoo: invalid parameters: 1000000000 threads requested, at most 1024 allowed"
     );
+    assert_eq!(
+        msg(Params {
+            level: 10,
+            ..Params::new(4, &[6])
+        }),
+        "karoo: invalid parameters: level 10 is not 0 (the default) or 1 (fastest) to 9 (smallest)"
+    );
 }
 
 /// Predictor values the enum can hold but karoo has no id or arithmetic for: refused,
@@ -133,6 +140,7 @@ fn any_params() -> impl Strategy<Value = Params> {
                 threads,
                 mode,
                 element_type: Default::default(),
+                level: 0,
             },
         )
 }

@@ -45,6 +45,8 @@ pub struct KarooParams {
     /// The element type byte recorded in the chunk (docs/format.md, "Element type"): 0
     /// when not known.
     pub element_type: u32,
+    /// Effort level: 0 the mode's default, 1 fastest to 9 smallest (as in `cd_values[0]`).
+    pub level: u32,
 }
 
 /// A compressed chunk owned by the plugin: read it with `karoo_buffer_data` and
@@ -139,6 +141,10 @@ fn params_from(p: &KarooParams) -> Result<Params, String> {
         threads: p.threads as usize,
         mode,
         element_type,
+        level: u8::try_from(p.level)
+            .ok()
+            .filter(|&l| l <= karoo::MAX_LEVEL)
+            .ok_or_else(|| format!("unknown level {} (0 to {})", p.level, karoo::MAX_LEVEL))?,
     })
 }
 
@@ -457,6 +463,7 @@ mod tests {
             lag: 0,
             shape: shape.as_ptr(),
             element_type: 5,
+            level: 0,
         }
     }
 

@@ -10,7 +10,9 @@
 //! whose user part is kept and whose rest is derived again; anything else is refused
 //! (see [`creation_options`]).
 
-use karoo::{Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap, MAX_THREADS};
+use karoo::{
+    Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap, MAX_LEVEL, MAX_THREADS,
+};
 
 /// Predictor id that asks for per-tile automatic choice (as does 0).
 pub const PREDICTOR_AUTO: u32 = 12;
@@ -37,6 +39,8 @@ pub const MAX_CHUNK_RANK: usize = 32;
 pub struct UserOptions {
     /// Compression mode.
     pub mode: Mode,
+    /// Effort level (0: the mode's default, 1 fastest to 9 smallest).
+    pub level: u8,
     /// Predictor (`None`: auto).
     pub predictor: Option<Predictor>,
     /// Residual map (`None`: auto).
@@ -89,7 +93,7 @@ impl UserOptions {
         for (dst, &src) in raw.iter_mut().zip(values) {
             *dst = src;
         }
-        let mode = match raw[0] {
+        let mode = match raw[0] & 0xff {
             0 => Mode::Fast,
             1 => Mode::Archive,
             m => {
@@ -98,6 +102,13 @@ impl UserOptions {
                 ))
             }
         };
+        let level = raw[0] >> 8;
+        if level > u32::from(MAX_LEVEL) {
+            return Err(format!(
+                "unknown level {level} in cd_values[0] (mode + 256 * level: 0 = the mode's \
+                 default, 1 fastest to {MAX_LEVEL} smallest)"
+            ));
+        }
         let coding = raw[1];
         let field = |shift: u32| (coding >> shift) & 0xff;
         if coding >> 24 != 0 {
@@ -136,6 +147,7 @@ impl UserOptions {
         }
         Ok(UserOptions {
             mode,
+            level: level as u8,
             predictor,
             residual_map,
             coder,
@@ -320,6 +332,7 @@ impl FilterConfig {
                 _ => ElementKind::Other,
             },
             mode: self.user.mode,
+            level: self.user.level,
             ..Params::new(word, &[])
         };
         if self.chunk_bytes() == Some(nbytes as u64) {
@@ -417,6 +430,13 @@ mod tests {
     #[test]
     fn user_errors_are_explicit() {
         assert_eq!(UserOptions::parse(&[1]).unwrap().mode, Mode::Archive);
+        let level9 = UserOptions::parse(&[1 + 256 * 9]).unwrap();
+        assert_eq!((level9.mode, level9.level), (Mode::Archive, 9));
+        assert_eq!(
+            UserOptions::parse(&[256 * 10]).unwrap_err(),
+            "unknown level 10 in cd_values[0] (mode + 256 * level: 0 = the mode's default, 1 \
+             fastest to 9 smallest)"
+        );
         assert_eq!(
             UserOptions::parse(&[7]).unwrap_err(),
             "unknown mode 7 in cd_values[0] (0 = fast, 1 = archive)"

@@ -72,13 +72,13 @@ def _address(buffer):
 
 
 def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
-             time_axis=0, lag=0) -> Chunk:
+             time_axis=0, lag=0, level=0) -> Chunk:
     """Compresses a numpy array (any shape; the time axis is `time_axis`) into one karoo chunk
     of the array's bytes in C order, as HDF5 stores a chunk.
 
     The options are those of :class:`karoo.Karoo`. The GIL is released while the chunk is coded.
     """
-    options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
+    options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag, level)
     return compress_array(np.asarray(array), options, memory_order=False)
 
 
@@ -138,7 +138,7 @@ def compress_array(array: np.ndarray, options: Options, memory_order: bool) -> C
     data = _lib.compress_raw(raw.ctypes.data, raw.nbytes, word, shape, components, element,
                              mode_id, predictor_id, map_id, coder_id, options.threads,
                              time_axis, options.lag, _element_type(array.dtype, array.ndim, fortran),
-                             into=Chunk)
+                             options.level, into=Chunk)
     data.dtype = array.dtype
     return data
 

@@ -84,8 +84,8 @@ class Karoo(h5py.filters.FilterRefBase):
     filter_id = FILTER_ID
 
     def __init__(self, mode="fast", predictor="auto", residual_map="auto", coder="auto",
-                 threads=0, time_axis=0, lag=0):
-        self.options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
+                 threads=0, time_axis=0, lag=0, level=0):
+        self.options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag, level)
         self.filter_options = self.options.cd_values()
 
     @classmethod

@@ -41,6 +41,7 @@ class _Params(ctypes.Structure):
         ("lag", ctypes.c_uint64),
         ("shape", ctypes.POINTER(ctypes.c_uint64)),
         ("element_type", ctypes.c_uint32),
+        ("level", ctypes.c_uint32),
     ]
 
 
@@ -105,13 +106,13 @@ def _take_buffer(handle: ctypes.c_void_p, into=bytes):
 
 def compress_raw(data, nbytes: int, word_size: int, shape, components: int, element_class: int,
                  mode: int, predictor: int, residual_map: int, coder: int, threads: int,
-                 time_axis: int, lag: int, element_type: int = 0, into=bytes):
+                 time_axis: int, lag: int, element_type: int = 0, level: int = 0, into=bytes):
     """Compresses `nbytes` bytes at the address `data` (see karoo_compress) into a new
     `into` (``bytes`` or a subclass); `element_type` is the header byte the chunk records
     (docs/format.md, "Element type")."""
     dims = (ctypes.c_uint64 * len(shape))(*shape)
     params = _Params(word_size, components, element_class, mode, predictor, residual_map, coder,
-                     threads, time_axis, len(shape), lag, dims, element_type)
+                     threads, time_axis, len(shape), lag, dims, element_type, level)
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_ERR_LEN)
     _check(lib.karoo_compress(data, nbytes, ctypes.byref(params), ctypes.byref(handle), err, _ERR_LEN), err)

@@ -48,6 +48,8 @@ CODERS = {
 }
 
 MAX_THREADS = 1024
+MAX_LEVEL = 9
+"""Effort levels: 0 is the mode's default, 1 the fastest, 9 the smallest."""
 USER_VALUES = 5
 
 
@@ -94,16 +96,17 @@ class Options:
     threads: int = 0
     time_axis: int = 0
     lag: int = 0
+    level: int = 0
 
     @classmethod
     def make(cls, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
-             time_axis=0, lag=0) -> Options:
+             time_axis=0, lag=0, level=0) -> Options:
         """Checks every option and normalises names; raises ValueError/TypeError naming karoo.
 
         Options are immutable, so one checked set serves every later call with the same
         arguments (of the same types: ``threads=True`` is still an error after ``threads=1``).
         """
-        args = (cls, mode, predictor, residual_map, coder, threads, time_axis, lag)
+        args = (cls, mode, predictor, residual_map, coder, threads, time_axis, lag, level)
         try:
             return _checked(*args)
         except TypeError:
@@ -117,10 +120,10 @@ class Options:
                 CODERS[self.coder])
 
     def cd_values(self) -> tuple[int, ...]:
-        """The five user cd_values."""
+        """The five user cd_values (the level in bits 8-15 of the first)."""
         mode, predictor, residual_map, coder = self.ids
-        return (mode, predictor | residual_map << 8 | coder << 16, self.threads, self.time_axis,
-                self.lag)
+        return (mode | self.level << 8, predictor | residual_map << 8 | coder << 16, self.threads,
+                self.time_axis, self.lag)
 
     @classmethod
     def from_cd_values(cls, values) -> Options:
@@ -131,7 +134,8 @@ class Options:
         if coding >> 24:
             raise ValueError(f"karoo: unknown bits {coding:#x} in cd_values[1]")
         return cls.make(
-            mode=_by_id(MODES, mode, "mode", 0),
+            mode=_by_id(MODES, mode & 0xFF, "mode", 0),
+            level=mode >> 8,
             predictor=_by_id(PREDICTORS, coding & 0xFF, "predictor", 1),
             residual_map=_by_id(RESIDUAL_MAPS, coding >> 8 & 0xFF, "residual map", 1),
             coder=_by_id(CODERS, coding >> 16 & 0xFF, "coder", 1),
@@ -150,10 +154,11 @@ class Options:
             "threads": self.threads,
             "time_axis": self.time_axis,
             "lag": self.lag,
+            "level": self.level,
         }
 
 
-def _check(cls, mode, predictor, residual_map, coder, threads, time_axis, lag) -> Options:
+def _check(cls, mode, predictor, residual_map, coder, threads, time_axis, lag, level) -> Options:
     """The checks of :meth:`Options.make`."""
     ids = (
         _name(MODES, mode, "mode"),
@@ -167,7 +172,7 @@ def _check(cls, mode, predictor, residual_map, coder, threads, time_axis, lag) -
                                   ("mode", "predictor", "residual map", "coder"))
     ]
     return cls(*names, _count(threads, "threads", MAX_THREADS), _count(time_axis, "time_axis"),
-               _count(lag, "lag"))
+               _count(lag, "lag"), _count(level, "level", MAX_LEVEL))
 
 
 # Compressing a small chunk took as long to check its options as to call the codec.

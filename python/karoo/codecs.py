@@ -28,8 +28,8 @@ class KarooCodec(Codec):
     codec_id = "karoo"
 
     def __init__(self, mode="fast", predictor="auto", residual_map="auto", coder="auto", threads=0,
-                 time_axis=0, lag=0):
-        options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
+                 time_axis=0, lag=0, level=0):
+        options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag, level)
         self._options = options
         for key, value in options.as_dict().items():
             setattr(self, key, value)

@@ -40,15 +40,15 @@ class _Options:
     codec_name = "karoo"
 
     def __init__(self, *, mode="fast", predictor="auto", residual_map="auto", coder="auto",
-                 threads=0, time_axis=0, lag=0) -> None:
-        options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag)
+                 threads=0, time_axis=0, lag=0, level=0) -> None:
+        options = Options.make(mode, predictor, residual_map, coder, threads, time_axis, lag, level)
         for key, value in options.as_dict().items():
             object.__setattr__(self, key, value)
 
     @property
     def options(self) -> Options:
         return Options.make(self.mode, self.predictor, self.residual_map, self.coder, self.threads,
-                            self.time_axis, self.lag)
+                            self.time_axis, self.lag, self.level)
 
     @classmethod
     def from_dict(cls, data):
@@ -76,6 +76,7 @@ class KarooCodec(_Options, ArrayBytesCodec):
     threads: int
     time_axis: int
     lag: int
+    level: int
 
     __init__ = _Options.__init__
 
@@ -119,6 +120,7 @@ class KarooBytesCodec(_Options, BytesBytesCodec):
     threads: int
     time_axis: int
     lag: int
+    level: int
 
     __init__ = _Options.__init__
 

@@ -178,3 +178,28 @@ def test_threads_decode_chunks_read_with_read_direct_chunk(tmp_path):
         with ThreadPoolExecutor(4) as pool:
             parts = list(pool.map(lambda c: karoo.decompress(c, dtype=d.dtype, threads=1), raw))
     assert same_bits(np.concatenate(parts), data)
+
+
+@pytest.mark.parametrize("mode", ["fast", "archive"])
+def test_levels_round_trip_and_level_9_is_smallest(mode):
+    data = visibilities((24, 40, 4), "c8")
+    sizes = {}
+    for level in range(10):
+        chunk = karoo.compress(data, mode=mode, level=level)
+        assert same_bits(karoo.decompress(chunk), data), level
+        sizes[level] = len(chunk)
+    assert sizes[9] <= sizes[0]
+    with pytest.raises(ValueError, match="karoo: level 10 is out of range"):
+        karoo.compress(data, level=10)
+    options = karoo.Karoo(mode=mode, level=9)
+    assert options.filter_options[0] == {"fast": 0, "archive": 1}[mode] + 256 * 9
+    assert karoo.Karoo.from_cd_values(options.filter_options).options == options.options
+
+
+def test_level_9_through_h5py(tmp_path):
+    data = visibilities((32, 24, 4), "c8")
+    with h5py.File(tmp_path / "l.h5", "w") as f:
+        f.create_dataset("d", data=data, chunks=(16, 24, 4), compression=karoo.Karoo(mode="archive", level=9))
+    with h5py.File(tmp_path / "l.h5", "r") as f:
+        assert same_bits(f["d"][...], data)
+        assert karoo.Karoo.from_dataset(f["d"]).options.level == 9

@@ -17,7 +17,7 @@ def test_numcodecs_get_codec_round_trips(dtype):
     assert type(codec).__name__ == "KarooCodec"
     assert codec.get_config() == {"id": "karoo", "mode": "archive", "predictor": "auto",
                                   "residual_map": "auto", "coder": "auto", "threads": 0,
-                                  "time_axis": 0, "lag": 0}
+                                  "time_axis": 0, "lag": 0, "level": 0}
     data = visibilities((20, 30, 4), dtype if dtype[0] != "i" else "f4")
     if dtype[0] == "i":
         data = (data * 1000).astype(dtype)
@@ -60,7 +60,8 @@ def test_zarr3_serializer_round_trips_complex(tmp_path, dtype):
     assert same_bits(back[...], data)
     assert back.metadata.codecs[0].to_dict() == {
         "name": "karoo", "configuration": {"mode": "fast", "predictor": "auto", "residual_map": "auto",
-                                           "coder": "auto", "threads": 0, "time_axis": 0, "lag": 0}}
+                                           "coder": "auto", "threads": 0, "time_axis": 0, "lag": 0,
+                                           "level": 0}}
     stored = sum(p.stat().st_size for p in (tmp_path / "a.zarr").rglob("c/*/*/*"))
     assert 0 < stored < data.nbytes
 

@@ -25,6 +25,8 @@ CODECS = [
     KarooCodec(predictor="previous", residual_map="xor", coder="rice"),
     KarooCodec(mode="archive", coder="banded-ans", time_axis=1),
     KarooCodec(coder="shuffled-zstd", lag=1),
+    KarooCodec(mode="archive", level=9),
+    KarooCodec(level=1),
 ]
 
 DTYPES = ["f4", "f8", "c8", "i2", "i4", "u1", "<u2", ">f4", "?"]
@@ -115,7 +117,7 @@ def test_check_config_and_repr(monkeypatch):
     # check_repr evaluates the statement among numcodecs' names; KarooCodec is karoo's.
     monkeypatch.setattr(common, "KarooCodec", KarooCodec, raising=False)
     common.check_repr("KarooCodec(mode='archive', predictor='auto', residual_map='auto', coder='auto', "
-                      "threads=0, time_axis=1, lag=0)")
+                      "threads=0, time_axis=1, lag=0, level=9)")
     assert karoo.KarooCodec is numcodecs.get_codec({"id": "karoo"}).__class__
 
 

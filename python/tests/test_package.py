@@ -91,7 +91,7 @@ def test_karoo_is_a_filter_ref_and_a_mapping():
     assert karoo.Karoo().filter_options == (0, 0, 0, 0, 0)
     assert repr(karoo.Karoo(mode="archive")) == (
         "karoo.Karoo(mode='archive', predictor='auto', residual_map='auto', coder='auto', "
-        "threads=0, time_axis=0, lag=0)")
+        "threads=0, time_axis=0, lag=0, level=0)")
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

@@ -45,11 +45,13 @@ pub fn encode_tile_into<T: Word>(
         if let Some(generic) = candidates.generic {
             let sparse_tile =
                 8 * ((out.len() - start) as u64) < chosen.len() as u64 * SPARSE_BITS_PER_WORD;
-            let sparse = candidates.sparse.filter(|_| sparse_tile);
+            let exhaustive = candidates.exhaustive;
+            let sparse = candidates.sparse.filter(|_| sparse_tile || exhaustive);
             let trial = GenericTrial {
                 generic,
                 sparse,
-                few_planes: candidates.few_planes && sparse_tile,
+                few_planes: candidates.few_planes && (sparse_tile || exhaustive),
+                exhaustive,
                 words: TileWords {
                     src,
                     g,
@@ -249,6 +251,9 @@ struct GenericTrial<'a> {
     /// Try the coder in full when the tile's residuals hold long repeats anywhere (see
     /// [`Candidates::generic_on_repeats`]).
     on_repeats: bool,
+    /// Try every coder in full, on the residuals and on the words, keeping the smallest
+    /// (see [`Candidates::exhaustive`]).
+    exhaustive: bool,
 }
 
 impl GenericTrial<'_> {
@@ -272,11 +277,21 @@ impl GenericTrial<'_> {
             return;
         }
         let take = n.min(sample);
-        let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
-        let current = (out.len() - start) as u64;
         // The tile's words as they are, copied at most once for the trials below.
         let mut all = None;
-        let picked = self.pick(residuals, unpredicted.as_deref(), dims, take, current);
+        if self.exhaustive {
+            let all = all.get_or_insert_with(|| self.words.all::<T>());
+            for coder in std::iter::once(self.generic).chain(self.sparse) {
+                keep_if_smaller(Coding { coder, ..coding }, residuals, dims, start, out);
+                keep_if_smaller(Coding::raw(coder), all, dims, start, out);
+            }
+        }
+        let unpredicted = self.sparse.map(|_| self.words.middle::<T>(take));
+        let current = (out.len() - start) as u64;
+        // Exhaustively, every coder was tried in full above.
+        let picked = (!self.exhaustive)
+            .then(|| self.pick(residuals, unpredicted.as_deref(), dims, take, current))
+            .flatten();
         if let Some((coder, raw)) = picked {
             if raw {
                 let all = all.get_or_insert_with(|| self.words.all::<T>());

@@ -65,6 +65,10 @@ pub struct Candidates {
     /// Code tiles large enough with coder 11 (banded context rANS) in place of the
     /// context coders 4 and 10 (archive mode with no coder requested).
     pub banded: bool,
+    /// Try every general-purpose coder (`generic`, and `sparse` on every tile) in full,
+    /// on the chosen residuals and on the tile's words as they are, and keep the
+    /// smallest, instead of trying one only when a sample says it pays (level 9).
+    pub exhaustive: bool,
 }
 
 impl Candidates {

@@ -1,0 +1,100 @@
+//! Effort levels: every level round-trips bit for bit in both modes; level 9, which codes
+//! every general-purpose coder in full on each tile, is never larger than the default
+//! level, nor than a tile coded by one of those coders on the words as they are.
+
+mod common;
+
+use common::{noise_u32, smooth_f32};
+use karoo::{compress, decompress, Coder, Mode, Params, Predictor, ResidualMap, MAX_LEVEL};
+
+/// Chunks of the kinds the levels choose between: smooth series (prediction wins), noise
+/// (nothing wins: stored), repeated blocks and duplicated values (general-purpose coders
+/// on the words win), flags (bit shuffles win).
+fn workloads() -> Vec<(&'static str, Vec<u8>, Vec<usize>)> {
+    let smooth = smooth_f32(&[32, 64, 2], 3);
+    let noise = noise_u32(32 * 128, 7);
+    let repeats: Vec<u8> = noise[..1024].repeat(16);
+    let duplicated: Vec<u8> = smooth
+        .chunks_exact(8)
+        .flat_map(|pair| [&pair[..4], &pair[..4]].concat())
+        .collect();
+    let flags: Vec<u8> = (0..4096u32)
+        .flat_map(|i| f32::from(u8::from(i % 97 < 3)).to_le_bytes())
+        .collect();
+    vec![
+        ("smooth", smooth, vec![32, 64, 2]),
+        ("noise", noise, vec![32, 128]),
+        ("repeats", repeats, vec![32, 128]),
+        ("duplicated", duplicated, vec![32, 64, 2]),
+        ("flags", flags, vec![64, 64]),
+    ]
+}
+
+fn at_level(mode: Mode, level: u8, shape: &[usize]) -> Params {
+    Params {
+        mode,
+        level,
+        threads: 1,
+        ..Params::new(4, shape)
+    }
+}
+
+#[test]
+fn every_level_round_trips_in_both_modes() {
+    for (name, data, shape) in workloads() {
+        for mode in Mode::ALL {
+            for level in 0..=MAX_LEVEL {
+                let chunk = compress(&data, &at_level(mode, level, &shape)).unwrap();
+                assert_eq!(decompress(&chunk).unwrap(), data, "{name} {mode:?} {level}");
+                assert!(chunk.len() <= data.len() + 64, "{name} {mode:?} {level}");
+            }
+        }
+    }
+}
+
+#[test]
+fn level_9_is_never_larger_than_the_default_or_a_generic_coding_of_the_words() {
+    for (name, data, shape) in workloads() {
+        for (mode, generic) in [
+            (Mode::Fast, [Coder::ShuffledLz4, Coder::BitshuffledLz4]),
+            (Mode::Archive, [Coder::ShuffledZstd, Coder::BitshuffledZstd]),
+        ] {
+            let smallest = compress(&data, &at_level(mode, MAX_LEVEL, &shape))
+                .unwrap()
+                .len();
+            let default = compress(&data, &at_level(mode, 0, &shape)).unwrap().len();
+            assert!(
+                smallest <= default,
+                "{name} {mode:?}: level 9 {smallest} > default {default}"
+            );
+            for coder in generic {
+                // The words as they are: no prediction, XOR with nothing.
+                let words = Params {
+                    predictor: Some(Predictor::Zero),
+                    residual_map: Some(ResidualMap::Xor),
+                    coder: Some(coder),
+                    ..at_level(mode, 0, &shape)
+                };
+                let generic_len = compress(&data, &words).unwrap().len();
+                assert!(
+                    smallest <= generic_len,
+                    "{name} {mode:?}: level 9 {smallest} > {coder:?} on the words {generic_len}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn low_levels_skip_the_general_purpose_trials() {
+    // Repeated blocks of noise: only a general-purpose coder finds the repeats.
+    let (_, data, shape) = workloads().swap_remove(2);
+    let lean = compress(&data, &at_level(Mode::Archive, 1, &shape)).unwrap();
+    let default = compress(&data, &at_level(Mode::Archive, 0, &shape)).unwrap();
+    assert!(
+        default.len() * 4 < lean.len(),
+        "default {} lean {}",
+        default.len(),
+        lean.len()
+    );
+}
