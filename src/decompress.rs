@@ -146,7 +146,7 @@ impl<'a> Chunk<'a> {
         }
         let (geometry, tiles, payloads, scales) = match &self.body {
             Body::Stored(payload) => {
-                check(header, checksum::data_checksum(payload))?;
+                header.verify(checksum::data_checksum(payload))?;
                 widen_or_copy(header, payload, init(out));
                 return Ok(());
             }
@@ -183,7 +183,7 @@ impl<'a> Chunk<'a> {
                 Finish::InPlace(&finish)
             };
             let digests = decode_tiles(decoder, tiles, payloads, out, threads, &init, finish)?;
-            return check(header, checksum::combine_digests(&digests));
+            return header.verify(checksum::combine_digests(&digests));
         }
         // Planes: of words as they are, a slab of tiles at a time where the tiles allow;
         // else decoded and checked as coded, joined, then turned into floats, then handed
@@ -192,7 +192,7 @@ impl<'a> Chunk<'a> {
         if !transformed {
             if let Some(slabs) = Slabs::of(geometry, tiles, m, threads) {
                 let digests = slabs.decode(decoder, tiles, payloads, out, threads, &init)?;
-                return check(header, checksum::combine_digests(&digests));
+                return header.verify(checksum::combine_digests(&digests));
             }
         }
         let mut coded = scratch(header.coded_size() as usize);
@@ -205,7 +205,7 @@ impl<'a> Chunk<'a> {
             &as_bytes,
             Finish::InPlace(&|_: usize, _: &mut [u8]| {}),
         )?;
-        check(header, checksum::combine_digests(&digests))?;
+        header.verify(checksum::combine_digests(&digests))?;
         let w = decoder.word_size;
         if !transformed {
             join_planes(&coded, w, m, out, threads, &init);
@@ -403,11 +403,6 @@ fn widen_or_copy(header: &Header, coded: &[u8], out: &mut [u8]) {
 /// The region itself: for decoding into a buffer of initialised bytes.
 fn as_bytes(region: &mut [u8]) -> &mut [u8] {
     region
-}
-
-/// Refuses decoded data whose checksum `actual` is not the one `header` records.
-fn check(header: &Header, actual: u64) -> Result<()> {
-    header.verify(actual)
 }
 
 /// How a chunk's tiles are decoded: geometry, word size, Lorenzo neighbour.

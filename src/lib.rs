@@ -60,7 +60,7 @@ pub use predict::Predictor;
 pub mod internals {
     pub use crate::checksum::{data_checksum, digest_rows};
     pub use crate::fast::{bitplane, patched, rice};
-    pub use crate::format::{seal, Header};
+    pub use crate::format::Header;
     pub use crate::scaled::{dequantise_bytes, Scales};
     pub use crate::stream_error::{StreamError, TilingFault};
     pub use crate::word::Word;

@@ -141,10 +141,8 @@ fn params_from(p: &KarooParams) -> Result<Params, String> {
         threads: p.threads as usize,
         mode,
         element_type,
-        level: u8::try_from(p.level)
-            .ok()
-            .filter(|&l| l <= karoo::MAX_LEVEL)
-            .ok_or_else(|| format!("unknown level {} (0 to {})", p.level, karoo::MAX_LEVEL))?,
+        // Levels above the highest are refused by the codec's own parameter check.
+        level: u8::try_from(p.level).map_err(|_| format!("unknown level {}", p.level))?,
     })
 }
 

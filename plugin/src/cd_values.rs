@@ -222,23 +222,25 @@ impl FilterConfig {
     /// Parses a full cd_values array as stored by `set_local`.
     pub fn from_values(values: &[u32]) -> Result<FilterConfig, String> {
         let user = UserOptions::parse(values)?;
-        if values.len() < FIXED_VALUES_V1 {
-            return Err(format!(
-                "{} cd_values, expected at least {FIXED_VALUES_V1} (was set_local skipped?)",
+        let too_few = |fixed: usize| {
+            format!(
+                "{} cd_values, expected at least {fixed} (was set_local skipped?)",
                 values.len()
-            ));
+            )
+        };
+        if values.len() < FIXED_VALUES_V1 {
+            return Err(too_few(FIXED_VALUES_V1));
         }
-        let (fixed, extras) = match values[5] {
-            LAYOUT_VERSION_1 => (FIXED_VALUES_V1, 0),
-            LAYOUT_VERSION if values.len() >= FIXED_VALUES => (FIXED_VALUES, values[10]),
-            LAYOUT_VERSION => {
-                return Err(format!(
-                    "{} cd_values, expected at least {FIXED_VALUES} (was set_local skipped?)",
-                    values.len()
-                ))
-            }
+        let fixed = match values[5] {
+            LAYOUT_VERSION_1 => FIXED_VALUES_V1,
+            LAYOUT_VERSION => FIXED_VALUES,
             v => return Err(format!("unknown cd_values layout version {v}")),
         };
+        if values.len() < fixed {
+            return Err(too_few(fixed));
+        }
+        // Layout version 2's element type and size rule; none in version 1.
+        let extras = if fixed == FIXED_VALUES { values[10] } else { 0 };
         if extras & !(EXACT_SIZE | 0xff) != 0 {
             return Err(format!("unknown bits {extras:#x} in cd_values[10]"));
         }

@@ -8,13 +8,11 @@ use std::panic::catch_unwind;
 
 use crate::cd_values::{creation_options, ElementLayout, FilterConfig, USER_VALUES};
 use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_OPTIONAL, H5Z_FLAG_REVERSE};
+use crate::guard::chunks_reach_karoo_whole;
 use crate::hdf5::{hdf5, write_parts, zero_fill, Minor};
 use crate::panics::caught;
 use crate::FILTER_ID;
 use karoo::{ElementType, TypeKind};
-
-/// HDF5's byte shuffle filter, which keeps a chunk's size.
-const SHUFFLE: c_int = 2;
 
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
 #[track_caller]
@@ -105,15 +103,11 @@ pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr
         // Chunks reach karoo as HDF5 hands them over unless a filter before it changes
         // their size (a byte shuffle does not).
         let pipeline = api.filter_ids(dcpl).unwrap_or_default();
-        let exact_size = pipeline
-            .iter()
-            .position(|&id| id == FILTER_ID)
-            .is_some_and(|at| pipeline[..at].iter().all(|&id| id == SHUFFLE));
         let config = FilterConfig {
             user,
             element: element_layout(type_id)?,
             chunk,
-            exact_size,
+            exact_size: chunks_reach_karoo_whole(&pipeline, FILTER_ID),
         };
         api.set_filter_values(dcpl, FILTER_ID, flags, &config.to_values())?;
         Ok(0)
@@ -238,7 +232,7 @@ fn is_variable_length(type_id: Hid) -> Result<bool, String> {
 /// Karoo's word layout for elements of datatype `type_id`.
 fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
     let api = hdf5();
-    let (class, size) = api.type_class_size(type_id)?;
+    let (hdf5_class, size) = api.type_class_size(type_id)?;
     let element_size = u32::try_from(size).map_err(|_| format!("element size {size} too large"))?;
     let code = |class: c_int| match class {
         type_class::INTEGER | type_class::ENUM | type_class::BITFIELD => 1,
@@ -246,11 +240,11 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
         _ => 0,
     };
     let word_sized = |s: usize| matches!(s, 2 | 4 | 8);
-    let (word, class) = match class {
+    let (word, class) = match hdf5_class {
         type_class::INTEGER | type_class::FLOAT | type_class::ENUM | type_class::BITFIELD
             if matches!(size, 1 | 2 | 4 | 8) =>
         {
-            (size, code(class))
+            (size, code(hdf5_class))
         }
         type_class::COMPOUND => {
             let members = api.compound_members(type_id)?;
@@ -280,17 +274,21 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
         class,
         word_size: word as u32,
         components: components as u32,
-        element_type: element_type(type_id, class, word, components),
+        element_type: element_type(type_id, hdf5_class, class, word, components),
     })
 }
 
-/// The element type recorded in the chunks: integers, floats and compounds of two floats
+/// The element type recorded in the chunks of datatype `type_id` (of HDF5 class
+/// `hdf5_class`, karoo class `class`): integers, floats and compounds of two floats
 /// (complex numbers) of a known byte order; unknown for anything else.
-fn element_type(type_id: Hid, class: u32, word: usize, components: usize) -> ElementType {
+fn element_type(
+    type_id: Hid,
+    hdf5_class: c_int,
+    class: u32,
+    word: usize,
+    components: usize,
+) -> ElementType {
     let api = hdf5();
-    let Ok((hdf5_class, _)) = api.type_class_size(type_id) else {
-        return ElementType::default();
-    };
     let kind = match (hdf5_class, class, components) {
         (type_class::INTEGER, 1, 1) => match api.is_signed(type_id) {
             Some(true) => TypeKind::Signed,

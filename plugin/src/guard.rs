@@ -24,6 +24,14 @@ pub fn shuffle_warning(pipeline: &[i32], karoo: i32) -> Option<String> {
     ))
 }
 
+/// Whether chunks reach karoo as HDF5 hands them over in a pipeline (filter ids in write
+/// order) with `karoo` in it: no filter before karoo but a byte shuffle, which keeps a
+/// chunk's size.
+pub fn chunks_reach_karoo_whole(pipeline: &[i32], karoo: i32) -> bool {
+    (pipeline.iter().position(|&id| id == karoo))
+        .is_some_and(|at| pipeline[..at].iter().all(|&id| id == SHUFFLE))
+}
+
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Prints `message` to stderr, once per process.
@@ -49,5 +57,15 @@ mod tests {
         let message = shuffle_warning(&[SHUFFLE, karoo], karoo).unwrap();
         assert!(message.contains("a shuffle filter runs before karoo"));
         assert!(message.contains("destroys karoo's prediction along time"));
+    }
+
+    #[test]
+    fn chunks_reach_karoo_whole_after_nothing_or_a_byte_shuffle() {
+        let karoo = 52033;
+        assert!(chunks_reach_karoo_whole(&[karoo], karoo));
+        assert!(chunks_reach_karoo_whole(&[SHUFFLE, karoo, 1], karoo));
+        assert!(!chunks_reach_karoo_whole(&[1, karoo], karoo));
+        assert!(!chunks_reach_karoo_whole(&[SHUFFLE, 3, karoo], karoo));
+        assert!(!chunks_reach_karoo_whole(&[SHUFFLE], karoo));
     }
 }

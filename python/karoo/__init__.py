@@ -60,7 +60,6 @@ else:
         warnings.warn(f"karoo: could not register the HDF5 filter with h5py: {error}", stacklevel=2)
 
 
-
 def __getattr__(name):
     # The numcodecs codec, imported on first use: numcodecs is not needed for the rest.
     if name == "KarooCodec":

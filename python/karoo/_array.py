@@ -82,16 +82,17 @@ def compress(array, mode="fast", predictor="auto", residual_map="auto", coder="a
     return compress_array(np.asarray(array), options, memory_order=False)
 
 
-# Element type kinds (docs/format.md, "Element type"): bits 0-3 of the byte.
+# Element type kinds (docs/format.md, "Element type"): bits 0-3 of the byte, by numpy kind.
 _KINDS = {"b": 1, "u": 2, "i": 3, "f": 4, "c": 5}
+_NUMPY_KINDS = {kind: code for code, kind in _KINDS.items()}
 _FORTRAN, _SCALAR, _BIG_ENDIAN = 0x10, 0x40, 0x80
 
 
 def _element_type(dtype: np.dtype, ndim: int, fortran: bool) -> int:
-    """The element type byte a chunk of `dtype` records (0: a type it has no kind for)."""
+    """The element type byte a chunk of `dtype` records (0: a type it has no kind for, such
+    as records and the long double types)."""
     kind = _KINDS.get(dtype.kind, 0) if not dtype.fields and dtype.subdtype is None else 0
-    if (kind == 1 and dtype.itemsize != 1) or (kind == 4 and dtype.itemsize not in (2, 4, 8)) \
-            or (kind == 5 and dtype.itemsize not in (8, 16)) or (kind in (2, 3) and dtype.itemsize not in (1, 2, 4, 8)):
+    if (kind == 4 and dtype.itemsize not in (2, 4, 8)) or (kind == 5 and dtype.itemsize not in (8, 16)):
         kind = 0
     if kind == 0:
         return 0
@@ -103,7 +104,7 @@ def _recorded_dtype(element_type: int, word: int) -> np.dtype | None:
     """The numpy dtype a chunk's element type byte and word size name, if any."""
     kind = element_type & 0x0F
     order = ">" if element_type & _BIG_ENDIAN else "<"
-    code = {1: "b", 2: "u", 3: "i", 4: "f", 5: "c"}.get(kind)
+    code = _NUMPY_KINDS.get(kind)
     if code is None:
         return None
     return np.dtype("?" if kind == 1 else f"{order}{code}{word * (2 if kind == 5 else 1)}")
@@ -189,6 +190,13 @@ def decompress(data, out=None, dtype=None, threads=0, max_size=None) -> np.ndarr
     A chunk that declares more than `max_size` bytes (or than `out` holds) is refused
     before anything is allocated. The GIL is released while decoding.
     """
+    return decode(data, out=out, dtype=dtype, threads=threads, max_size=max_size)
+
+
+def decode(data, out=None, dtype=None, threads=0, max_size=None, source=None, untyped=None) -> np.ndarray:
+    """:func:`decompress`, with the :class:`Chunk` whose dtype is the last resort looked for
+    in `source` (default `data`: a codec hands over a view of the buffer it was given), and
+    `untyped`, when given, the dtype of a chunk that records none (instead of an error)."""
     coded_len, address = _address(data)
     limit = _limit(max_size)
     if out is not None:
@@ -211,8 +219,11 @@ def decompress(data, out=None, dtype=None, threads=0, max_size=None) -> np.ndarr
     recorded = _recorded_dtype(element, word)
     if dtype is None:
         dtype = recorded
+    source = data if source is None else source
     if dtype is None:
-        dtype = getattr(data, "dtype", None) if isinstance(data, Chunk) else None
+        dtype = getattr(source, "dtype", None) if isinstance(source, Chunk) else None
+    if dtype is None:
+        dtype = untyped
     if dtype is None:
         raise TypeError(
             "karoo: the chunk does not record its dtype; pass dtype= (a dataset's dtype, say) or out="

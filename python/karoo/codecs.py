@@ -18,7 +18,7 @@ import numpy as np
 from numcodecs.abc import Codec
 from numcodecs.compat import ensure_contiguous_ndarray_like, ensure_ndarray_like
 
-from ._array import compress_array, decompress
+from ._array import compress_array, decode
 from ._options import Options
 
 
@@ -49,9 +49,10 @@ class KarooCodec(Codec):
             if isinstance(out, np.ndarray) and out.dtype.hasobject:
                 raise TypeError("karoo: cannot decode into an array of Python objects")
             target = ensure_contiguous_ndarray_like(out).view(np.uint8).reshape(-1)
-            decompress(data, out=target, threads=self._options.threads)
+            decode(data, out=target, threads=self._options.threads)
             return out
-        return decompress(data, dtype=_dtype_or_bytes(buf, data), threads=self._options.threads)
+        # A chunk of bytes (no recorded type, no Chunk's dtype) comes back as bytes.
+        return decode(data, threads=self._options.threads, source=buf, untyped=np.uint8)
 
     def get_config(self):
         return {"id": self.codec_id, **self._options.as_dict()}
@@ -59,18 +60,3 @@ class KarooCodec(Codec):
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._options.as_dict().items())
         return f"{type(self).__name__}({args})"
-
-
-def _dtype_or_bytes(buf, data: np.ndarray):
-    """The dtype to decode a chunk into when no ``out`` is given: the chunk's own record
-    (None lets decompress read it), else the :class:`karoo.Chunk`'s, else bytes."""
-    from ._array import Chunk, _recorded_dtype
-    from ._lib import decoded_shape
-
-    nbytes = data.nbytes
-    _, word, element, _ = decoded_shape(data.ctypes.data if nbytes else None, nbytes)
-    if _recorded_dtype(element, word) is not None:
-        return None
-    if isinstance(buf, Chunk) and buf.dtype is not None:
-        return buf.dtype
-    return np.uint8
