@@ -464,7 +464,9 @@ def header(emit, args, plugin_dir, base):
     emit("# karoo compression against peers")
     emit()
     emit(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
-    emit(f"- plugin: {plugin_dir}/libh5karoo.so, commit {commit}")
+    # Relative to the checkout when inside it: no machine's absolute paths in the report.
+    shown = plugin_dir.relative_to(REPO) if plugin_dir.is_relative_to(REPO) else plugin_dir
+    emit(f"- plugin: {shown}/libh5karoo.so, commit {commit}")
     emit(f"- machine: {machine()}")
     emit(f"- command: `{command}`")
     emit(f"- software: {', '.join(versions)}; files in {base or 'a temp dir'}")
