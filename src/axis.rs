@@ -57,6 +57,7 @@ pub fn choose<T: Word>(
     map: ResidualMap,
     first_rows_spatial: bool,
 ) -> (Axis, Spatial) {
+    let hint = past_unit_axis(hint, shape, &axes);
     let words = data.len() / T::BYTES;
     if words < 2 * RUN {
         return (hint, Spatial::of_shape(shape, hint.time_axis, components));
@@ -87,6 +88,25 @@ pub fn choose<T: Word>(
         sample.estimate(shape, axis, spatial)
     });
     (axis, spatial)
+}
+
+/// `hint`, or when its time axis has one element and its lag is derived from the shape
+/// (every series would then be one sample long), the axis that time axis becomes once
+/// the shape's axes of one element are dropped: the first element axis after it with
+/// more than one element, else the last before it. A chunk is then coded the same
+/// whatever axes of one element its shape carries (a snapshot of one integration,
+/// stored with its time axis, is coded as its spectra are).
+fn past_unit_axis(hint: Axis, shape: &[usize], axes: &Range<usize>) -> Axis {
+    if hint.lag != 0 || shape.get(hint.time_axis) != Some(&1) {
+        return hint;
+    }
+    let long = |k: &usize| shape[*k] > 1;
+    let after = (hint.time_axis + 1..axes.end).find(long);
+    let before = || (axes.start..hint.time_axis).rev().find(long);
+    match after.or_else(before) {
+        Some(time_axis) => Axis { time_axis, lag: 0 },
+        None => hint,
+    }
 }
 
 /// `default`, unless one of `others` is estimated (by `bits`) below [`MARGIN_64THS`]/64
@@ -504,6 +524,63 @@ mod tests {
         );
         assert_eq!(chosen.time_axis, 1);
         assert_eq!(spatial, Spatial { stride: 1, run: 4 });
+    }
+
+    #[test]
+    fn axes_of_one_element_do_not_change_the_choice() {
+        // Smooth along channels, the products apart by orders of magnitude: the
+        // chunk of one time step (and of one spectral window) is read as its spectra.
+        let data = f32_bytes((0..3 * 1024i32).map(|i| {
+            let (p, ch) = (i / 1024, i % 1024);
+            (ch as f32 * 0.003).cos() * 10f32.powi(p + 1)
+        }));
+        let hint = Axis {
+            time_axis: 0,
+            lag: 0,
+        };
+        let choice = |shape: &[usize]| {
+            let (axis, spatial) = choose::<u32>(
+                &data,
+                shape,
+                0..shape.len(),
+                hint,
+                1,
+                ResidualMap::RotateSubtract,
+                true,
+            );
+            (shape[axis.time_axis], spatial)
+        };
+        let squeezed = choice(&[3, 1024]);
+        assert_eq!(squeezed.0, 1024);
+        assert_eq!(choice(&[1, 3, 1024]), squeezed);
+        assert_eq!(choice(&[1, 3, 1, 1024, 1]), squeezed);
+        assert_eq!(
+            past_unit_axis(hint, &[1, 1, 5], &(0..3)),
+            Axis {
+                time_axis: 2,
+                lag: 0
+            }
+        );
+        assert_eq!(
+            past_unit_axis(
+                Axis {
+                    time_axis: 2,
+                    lag: 0
+                },
+                &[4, 5, 1],
+                &(0..3)
+            ),
+            Axis {
+                time_axis: 1,
+                lag: 0
+            }
+        );
+        let explicit = Axis {
+            time_axis: 0,
+            lag: 7,
+        };
+        assert_eq!(past_unit_axis(explicit, &[1, 7], &(0..2)), explicit);
+        assert_eq!(past_unit_axis(hint, &[1, 1], &(0..2)), hint);
     }
 
     #[test]

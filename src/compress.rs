@@ -11,6 +11,7 @@ use crate::fill::Fill;
 use crate::format::{
     self, Header, FLAGS_OFFSET, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
 };
+use crate::generic;
 use crate::layout::{self, Geometry, Spatial, Tile};
 use crate::narrow;
 use crate::params::{ElementKind, Mode, Params};
@@ -27,10 +28,19 @@ use crate::tile::{self, Candidates};
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
-    Ok(compress_smaller(data, params, |plan, words| {
+    let tiled = compress_smaller(data, params, |plan, words| {
         Packed::whole(plan.compress(words))
-    })?
-    .into_vec())
+    })?;
+    Ok(brief_or(tiled, data, params)?.into_vec())
+}
+
+/// `tiled`, or a brief chunk of `data` where one is smaller (see [`generic::smallest`]).
+fn brief_or(tiled: Packed, data: &[u8], params: &Params) -> Result<Packed> {
+    let shape = params.validate(data.len())?;
+    Ok(match generic::smallest(tiled.len(), data, &shape, params) {
+        Some(brief) => Packed::whole(brief),
+        None => tiled,
+    })
 }
 
 /// The chunk as the plain coding `code` makes it, or as scaled integers when the data
@@ -555,7 +565,8 @@ impl Drop for Packed {
 
 /// [`compress`], leaving the chunk in parts (see [`Packed`]).
 pub fn compress_parts(data: &[u8], params: &Params) -> Result<Packed> {
-    compress_smaller(data, params, |plan, words| plan.compress_parts(words))
+    let tiled = compress_smaller(data, params, |plan, words| plan.compress_parts(words))?;
+    brief_or(tiled, data, params)
 }
 
 /// What compressing a chunk needs before its tiles are coded: the header so far, the
@@ -669,6 +680,7 @@ impl Plan {
             layout_digest: 0,
             shape: shape.iter().map(|&d| d as u64).collect(),
             tile_sizes: Vec::new(),
+            pipeline: 0,
         };
         Ok(Plan {
             header,

@@ -6,6 +6,7 @@ use crate::checksum;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::format::Header;
+use crate::generic::pipeline::{self, Pipeline};
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::narrow;
 use crate::planar;
@@ -50,6 +51,8 @@ pub struct Chunk<'a> {
 
 enum Body<'a> {
     Stored(&'a [u8]),
+    /// A brief chunk coded whole by a general-purpose pipeline.
+    Whole(Pipeline, &'a [u8]),
     Tiled {
         geometry: Geometry,
         tiles: Vec<Tile>,
@@ -75,6 +78,8 @@ impl<'a> Chunk<'a> {
                 )));
             }
             Body::Stored(payload)
+        } else if let Some(pipeline) = header.whole_pipeline() {
+            Body::Whole(pipeline, payload)
         } else {
             let geometry = header.geometry()?;
             let tiles = geometry.tiles();
@@ -149,6 +154,16 @@ impl<'a> Chunk<'a> {
                 header.verify(checksum::data_checksum(payload))?;
                 widen_or_copy(header, payload, init(out));
                 return Ok(());
+            }
+            Body::Whole(pipeline, payload) => {
+                let out = init(out);
+                pipeline::decode(payload, header.coded_word_size(), *pipeline, out).map_err(
+                    |e| Error::CorruptBlock {
+                        index: 0,
+                        reason: e.to_string(),
+                    },
+                )?;
+                return header.verify(checksum::data_checksum(out));
             }
             Body::Tiled {
                 geometry,

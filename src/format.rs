@@ -10,6 +10,7 @@ use twox_hash::XxHash3_64;
 use crate::coder::Coder;
 use crate::element_type::{ElementType, TypeKind};
 use crate::error::{Error, Result};
+use crate::generic::pipeline::{self, Compressor, Pipeline};
 use crate::layout::{Geometry, Spatial, Tiling};
 use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
@@ -21,6 +22,9 @@ pub const VERSION: u8 = 3;
 /// The format version with the compact header whose checksum covers the decoded words
 /// only, still read.
 pub const VERSION_COMPACT: u8 = 2;
+/// Format version of brief chunks: stored, or coded whole by a general-purpose pipeline
+/// (see [`write_brief`]); the highest version decoders read.
+pub const VERSION_BRIEF: u8 = 4;
 /// The format version with the fixed-width header, still read.
 pub const VERSION_FIXED: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
@@ -85,6 +89,8 @@ pub struct Header {
     pub shape: Vec<u64>,
     /// Encoded size of each tile.
     pub tile_sizes: Vec<u32>,
+    /// A brief chunk's (version 4) pipeline byte; 0 in other versions.
+    pub pipeline: u8,
 }
 
 impl Header {
@@ -155,6 +161,9 @@ impl Header {
         if input[..4] != MAGIC {
             return Err(Error::BadMagic);
         }
+        if input.get(4) == Some(&VERSION_BRIEF) {
+            return Header::parse_brief(input, limit);
+        }
         let mut r = Reader { buf: input, pos: 4 };
         let version = r.u8()?;
         let mut header = Header {
@@ -180,6 +189,7 @@ impl Header {
             layout_digest: 0,
             shape: Vec::new(),
             tile_sizes: Vec::new(),
+            pipeline: 0,
         };
         let rank = r.u8()? as usize;
         header.time_axis = r.u8()?;
@@ -194,7 +204,7 @@ impl Header {
             }
             VERSION_COMPACT => header.parse_compact(&mut r, rank).map(|()| true)?,
             VERSION_FIXED => header.parse_fixed(&mut r, rank)?,
-            _ => return Err(Error::UnsupportedVersion(version, VERSION)),
+            _ => return Err(Error::UnsupportedVersion(version, VERSION_BRIEF)),
         };
         let header_end = r.pos;
         let stored_sum = r.u32()?;
@@ -212,6 +222,107 @@ impl Header {
         }
         header.check_fields()?;
         Ok((header, r.pos))
+    }
+
+    /// Reads and checks the header of a brief chunk (version 4), up to and including its
+    /// checksum field.
+    fn parse_brief(input: &[u8], limit: u64) -> Result<(Header, usize)> {
+        let bad = |what: String| Error::CorruptHeader(what);
+        let mut r = Reader { buf: input, pos: 5 };
+        let byte = r.u8()?;
+        let element = ElementType::from_byte(byte)
+            .ok_or_else(|| bad(format!("unknown element type {byte:#04x}")))?;
+        let pipeline = r.u8()?;
+        let (whole, w) = Pipeline::from_byte(pipeline).map_err(bad)?;
+        let rank = usize::from(r.u8()?);
+        check_rank(rank)?;
+        let (shape, decoded_size) = if rank == 0 {
+            let size = r.varint()?;
+            let complex = element.kind == TypeKind::Complex;
+            let element_bytes = w as u64 * if complex { 2 } else { 1 };
+            if !size.is_multiple_of(element_bytes) || element.fortran || element.scalar {
+                return Err(bad(format!(
+                    "{size} bytes recorded without a shape, as elements of {element_bytes} bytes \
+                     of element type {byte:#04x}"
+                )));
+            }
+            let shape = if complex {
+                vec![size / element_bytes, 2]
+            } else {
+                vec![size / element_bytes]
+            };
+            (shape, size)
+        } else {
+            let shape: Vec<u64> = (0..rank).map(|_| r.varint()).collect::<Result<_>>()?;
+            let size = shape
+                .iter()
+                .try_fold(w as u64, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "shape {shape:?} of {w}-byte words holds more than 2^64 bytes"
+                    ))
+                })?;
+            (shape, size)
+        };
+        if !whole.fits_size(decoded_size, w) {
+            return Err(bad(format!(
+                "{decoded_size} bytes are not whole elements of two {w}-byte words"
+            )));
+        }
+        let layout_digest = XxHash3_64::oneshot(&input[..r.pos]);
+        let checksum = u64::from(r.u32()?);
+        if decoded_size > limit {
+            return Err(Error::TooLarge {
+                declared: decoded_size,
+                limit,
+            });
+        }
+        let payload = input.len() - r.pos;
+        if whole.compressor != Compressor::None
+            && decoded_size > pipeline::max_decoded_len(whole.compressor, payload)
+        {
+            return Err(bad(format!(
+                "a payload of {payload} bytes cannot decode to {decoded_size} bytes"
+            )));
+        }
+        let header = Header {
+            version: VERSION_BRIEF,
+            element,
+            mode: 0,
+            flags: if whole.compressor == Compressor::None {
+                FLAG_STORED
+            } else {
+                0
+            },
+            predictor: 0,
+            residual_map: 0,
+            coder: 0,
+            word_size: w as u8,
+            time_axis: 0,
+            shift: 0,
+            decoded_size,
+            lag: 0,
+            tiling: Tiling {
+                planes_per_tile: 0,
+                tile_rows: 0,
+                tile_cols: 0,
+            },
+            spatial: Spatial { stride: 0, run: 0 },
+            checksum,
+            layout_digest,
+            shape,
+            tile_sizes: Vec::new(),
+            pipeline,
+        };
+        header.check_element_type()?;
+        Ok((header, r.pos))
+    }
+
+    /// The pipeline and word size of a brief chunk (version 4); `None` for other versions.
+    pub fn whole_pipeline(&self) -> Option<Pipeline> {
+        (self.version == VERSION_BRIEF)
+            .then(|| Pipeline::from_byte(self.pipeline).ok().map(|(p, _)| p))
+            .flatten()
     }
 
     /// Sets the tiling and the Lorenzo neighbour from the header's fields, in header order:
@@ -298,7 +409,9 @@ impl Header {
     /// `checksum`), against the header's data checksum: from version 3 on, sealed with
     /// the header bytes before it, so that a changed layout field fails too.
     pub fn verify(&self, content: u64) -> Result<()> {
-        let actual = if self.version >= VERSION {
+        let actual = if self.version == VERSION_BRIEF {
+            seal(self.layout_digest, content) & 0xffff_ffff
+        } else if self.version >= VERSION {
             seal(self.layout_digest, content)
         } else {
             content
@@ -518,6 +631,57 @@ pub fn seal(layout: u64, content: u64) -> u64 {
     bytes[..8].copy_from_slice(&layout.to_le_bytes());
     bytes[8..].copy_from_slice(&content.to_le_bytes());
     XxHash3_64::oneshot(&bytes)
+}
+
+/// Bytes of a brief chunk's header (version 4) of `shape` (in words) and `decoded`
+/// bytes: 12 and the shape's varints, or `decoded`'s varint where the shape's take more
+/// than 4 bytes and more than it (at most 16 bytes below 256 MiB).
+pub fn brief_header_len(shape: &[u64], decoded: u64) -> usize {
+    12 + brief_shape_len(shape, decoded).unwrap_or_else(|| varint_len(decoded))
+}
+
+/// Bytes of the shape's varints when a brief header records the shape (see
+/// [`brief_header_len`]).
+fn brief_shape_len(shape: &[u64], decoded: u64) -> Option<usize> {
+    let len: usize = shape.iter().map(|&d| varint_len(d)).sum();
+    (!shape.is_empty() && shape.len() <= MAX_RANK && (len <= 4 || len <= varint_len(decoded)))
+        .then_some(len)
+}
+
+/// Appends the header of a brief chunk (version 4) to `out`: the element type, the
+/// `pipeline` byte (whose bits 6-7 give the word size), the shape (in words) or, where
+/// that is longer (see [`brief_header_len`]), the decoded size, and the checksum sealing
+/// `content` (XXH3-64 of the decoded bytes) with the bytes before it. Without the shape,
+/// the element type's Fortran-order and scalar bits are cleared.
+pub fn write_brief(
+    element: ElementType,
+    pipeline: u8,
+    shape: &[u64],
+    content: u64,
+    out: &mut Vec<u8>,
+) {
+    let word_size = 1u64 << (pipeline >> 6);
+    let decoded = shape.iter().product::<u64>() * word_size;
+    let start = out.len();
+    out.extend_from_slice(&MAGIC);
+    out.push(VERSION_BRIEF);
+    match brief_shape_len(shape, decoded) {
+        Some(_) => {
+            out.extend_from_slice(&[element.to_byte(), pipeline, shape.len() as u8]);
+            shape.iter().for_each(|&d| write_varint(d, out));
+        }
+        None => {
+            let flat = ElementType {
+                fortran: false,
+                scalar: false,
+                ..element
+            };
+            out.extend_from_slice(&[flat.to_byte(), pipeline, 0]);
+            write_varint(decoded, out);
+        }
+    }
+    let layout = XxHash3_64::oneshot(&out[start..]);
+    out.extend_from_slice(&(seal(layout, content) as u32).to_le_bytes());
 }
 
 /// Refuses a rank above [`MAX_RANK`].

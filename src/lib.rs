@@ -27,6 +27,7 @@ mod error;
 mod fast;
 mod fill;
 mod format;
+mod generic;
 mod isa;
 mod layout;
 mod narrow;
@@ -61,6 +62,8 @@ pub mod internals {
     pub use crate::checksum::{data_checksum, digest_rows};
     pub use crate::fast::{bitplane, patched, rice};
     pub use crate::format::Header;
+    pub use crate::generic::brief_chunk;
+    pub use crate::generic::pipeline::{Compressor, Pipeline, Transform};
     pub use crate::scaled::{dequantise_bytes, Scales};
     pub use crate::stream_error::{StreamError, TilingFault};
     pub use crate::word::Word;

@@ -23,6 +23,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{varint, widened};
+use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
 use karoo::{
     compress, decompress, Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap,
     TypeKind,
@@ -57,9 +58,36 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
-/// Reads the pinned fields of a chunk of format version 1, 2 or 3.
+/// Reads the pinned fields of a brief chunk (format version 4): its pipeline byte in
+/// `mode`'s place, its shape (empty when it records the decoded size instead).
+fn pinned_brief(chunk: &[u8]) -> Pinned {
+    let rank = chunk[7];
+    let mut at = 8;
+    let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
+    if rank == 0 {
+        varint(chunk, &mut at);
+    }
+    Pinned {
+        version: 4,
+        mode: chunk[6],
+        flags: 0,
+        word_size: 1 << (chunk[6] >> 6),
+        rank,
+        time_axis: 0,
+        shift: 0,
+        element: chunk[5],
+        tiling: [0; 3],
+        shape,
+        codings: Vec::new(),
+    }
+}
+
+/// Reads the pinned fields of a chunk of format version 1, 2, 3 or 4.
 fn pinned(chunk: &[u8]) -> Pinned {
     assert_eq!(&chunk[..4], b"KARO", "magic");
+    if chunk[4] == 4 {
+        return pinned_brief(chunk);
+    }
     let rank = chunk[11];
     let (tiling, shape, sizes, mut at) = match chunk[4] {
         1 => {
@@ -142,6 +170,16 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
     } else {
         shift
     };
+    if p.version == 4 {
+        return format!(
+            "{name} v4 pipeline={:#04x} word={} rank={} element={:#04x} shape={}",
+            p.mode,
+            p.word_size,
+            p.rank,
+            p.element,
+            shape.join("x"),
+        );
+    }
     format!(
         "{name} v{} mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiling={} tiles={}",
         p.version,
@@ -304,6 +342,31 @@ fn golden_chunks_cover_every_coding_path() {
     ] {
         assert!(elements.iter().any(|e| e & bit != 0), "element {what}");
     }
+    // Brief chunks: every compressor, every transform each takes, a shape recorded and
+    // the decoded size recorded instead.
+    let pipelines: Vec<u8> = lines
+        .iter()
+        .filter_map(|l| l.split(" pipeline=").nth(1))
+        .map(|p| u8::from_str_radix(&p[2..4], 16).unwrap())
+        .collect();
+    for (compressor, transforms) in [(0, 0..1), (1, 0..4), (2, 0..4), (3, 0..3), (4, 0..3)] {
+        for transform in transforms {
+            assert!(
+                pipelines
+                    .iter()
+                    .any(|p| p & 15 == compressor && p >> 4 & 3 == transform),
+                "brief compressor {compressor}, transform {transform}"
+            );
+        }
+    }
+    assert!(
+        has(&|l| l.contains(" v4 ") && l.contains(" rank=0 ")),
+        "brief, no shape"
+    );
+    assert!(
+        has(&|l| l.contains(" v4 ") && !l.contains(" rank=0 ")),
+        "brief, shaped"
+    );
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -1015,16 +1078,115 @@ fn write_missing_golden_chunks() {
         "# name version mode flags word rank time_axis shape tiling tiles(predictor.map.coder)\n"
             .to_string()
     });
-    for case in cases() {
+    for (case, pipeline) in cases().into_iter().map(|c| (c, None)).chain(brief_cases()) {
         let chunk_path = dir.join(format!("{}.karoo", case.name));
         if chunk_path.exists() {
             continue;
         }
-        let chunk = compress(&case.data, &case.params).expect(&case.name);
+        let chunk = match pipeline {
+            None => compress(&case.data, &case.params).expect(&case.name),
+            Some(pipeline) => brief(&case, pipeline),
+        };
         assert_eq!(decompress(&chunk).unwrap(), case.data, "{}", case.name);
         fs::write(dir.join(format!("{}.raw", case.name)), &case.data).unwrap();
         fs::write(&chunk_path, &chunk).unwrap();
         writeln!(manifest, "{}", manifest_line(&case.name, &pinned(&chunk))).unwrap();
     }
     fs::write(manifest_path, manifest).unwrap();
+}
+
+/// The brief chunk (format version 4) of `case` through `pipeline`.
+fn brief(case: &Case, pipeline: Pipeline) -> Vec<u8> {
+    let p = &case.params;
+    let words: Vec<u64> = p.shape.iter().map(|&d| d as u64).collect();
+    brief_chunk(
+        &case.data,
+        p.word_size,
+        &words,
+        p.element_type,
+        pipeline,
+        None,
+    )
+    .unwrap_or_else(|| panic!("{}: no brief chunk", case.name))
+}
+
+/// Brief chunks (format version 4) of each pipeline, with the pipeline that codes them.
+fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
+    let complex = ElementType {
+        kind: TypeKind::Complex,
+        big_endian: false,
+        scalar: false,
+        fortran: false,
+    };
+    let values = series(&[16, 96], 41);
+    let mut visibilities = complex64_archive(&[16, 48, 2]);
+    visibilities.element_type = complex;
+    let floats = f32_bytes(&values);
+    let mut out = Vec::new();
+    let transforms = [
+        (Transform::None, "bytes"),
+        (Transform::Words, "words"),
+        (Transform::Elements, "elements"),
+        (Transform::Bits, "bits"),
+    ];
+    for (compressor, name) in [
+        (Compressor::Lz4, "lz4"),
+        (Compressor::Zstd, "zstd"),
+        (Compressor::Lzma, "lzma"),
+        (Compressor::Bzip2, "bzip2"),
+    ] {
+        for (transform, shuffle) in transforms {
+            let pipeline = Pipeline {
+                transform,
+                compressor,
+            };
+            if transform == Transform::Bits
+                && matches!(compressor, Compressor::Lzma | Compressor::Bzip2)
+            {
+                continue;
+            }
+            out.push((
+                Case {
+                    name: format!("v4_complex64_{shuffle}_{name}"),
+                    data: floats.clone(),
+                    params: visibilities.clone(),
+                },
+                Some(pipeline),
+            ));
+        }
+    }
+    let stored = Pipeline {
+        transform: Transform::None,
+        compressor: Compressor::None,
+    };
+    out.push((
+        Case {
+            name: "v4_u16_stored".into(),
+            data: int_bytes(&series(&[6, 5], 42), 2, 50.0),
+            params: {
+                let mut p = params(2, &[6, 5], Mode::Fast);
+                p.element = ElementKind::Integer;
+                p.element_type.kind = TypeKind::Signed;
+                p
+            },
+        },
+        Some(stored),
+    ));
+    // A shape whose varints take more than 4 bytes: the decoded size instead.
+    out.push((
+        Case {
+            name: "v4_f32_unshaped_zstd".into(),
+            data: f32_bytes(&series(&[2, 300], 43)),
+            params: {
+                let mut p = params(4, &[1, 2, 1, 300, 1], Mode::Archive);
+                p.element_type.kind = TypeKind::Float;
+                p
+            },
+        },
+        Some(Pipeline {
+            transform: Transform::Words,
+            compressor: Compressor::Zstd,
+        }),
+    ));
+    out
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{noise_u32, smooth_f32};
+use common::smooth_f32;
 use karoo::{compress, decompress, decompress_with, Error, Params};
 
 #[test]
@@ -19,7 +19,7 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9 (this build reads versions up to 3)"
+        "karoo: unsupported chunk format version 9 (this build reads versions up to 4)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
     for bit in (0..packed.len() * 8).step_by(13) {
@@ -155,13 +155,21 @@ fn narrowed_flag_on_other_word_sizes_is_refused() {
     );
 }
 
+/// A chunk of the golden set (version 3 stored chunks, which encoders no longer write:
+/// brief chunks are smaller).
+fn golden_chunk(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/chunks")
+        .join(format!("{name}.karoo"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The planar flag (components coded as planes) on a stored chunk is a corrupt header,
 /// even with a header checksum that matches.
 #[test]
 fn planar_flag_on_stored_chunks_is_refused() {
     use karoo::internals::Header;
-    let noise = noise_u32(1024, 0x9e37_79b9_7f4a_7c15);
-    let stored = compress(&noise, &Params::new(4, &[16, 64])).unwrap();
+    let stored = golden_chunk("v3_noise_stored_fast");
     let (header, len) = Header::parse(&stored, u64::MAX).unwrap();
     assert_eq!(header.flags, 1, "noise is stored");
     let mut forged = Vec::new();
@@ -182,13 +190,14 @@ fn planar_flag_on_stored_chunks_is_refused() {
 #[test]
 fn a_planar_chunk_of_no_words_decodes_to_nothing() {
     use karoo::internals::{data_checksum, Header};
-    let empty = compress(&[], &Params::new(4, &[0, 2])).unwrap();
+    let empty = golden_chunk("v3_empty");
     let (header, len) = Header::parse(&empty, u64::MAX).unwrap();
     assert_eq!((header.flags, len), (1, empty.len()), "stored, no payload");
     let mut forged = Vec::new();
     Header {
         flags: 16,
         checksum: data_checksum(&[]),
+        shape: vec![0, 2],
         ..header
     }
     .write(&mut forged);
@@ -414,4 +423,68 @@ fn the_element_type_is_recorded_and_checked() {
         decompress(&unknown).unwrap_err().to_string(),
         "karoo: corrupt chunk: unknown element type 0x25"
     );
+}
+
+/// Brief chunks (format version 4) of every compressor: every single-bit flip is an
+/// error or decodes to the very same bytes (a flipped LZ4 match offset may point at an
+/// equal earlier run), never wrong data or a panic; every flip in the header and every
+/// truncation is an error.
+#[test]
+fn corrupt_brief_chunks_are_rejected() {
+    use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
+    use karoo::ElementType;
+    let data = smooth_f32(&[8, 96], 5);
+    for compressor in [
+        Compressor::None,
+        Compressor::Lz4,
+        Compressor::Zstd,
+        Compressor::Lzma,
+        Compressor::Bzip2,
+    ] {
+        let transform = match compressor {
+            Compressor::None => Transform::None,
+            _ => Transform::Words,
+        };
+        let pipeline = Pipeline {
+            transform,
+            compressor,
+        };
+        let chunk = brief_chunk(&data, 4, &[8, 96], ElementType::default(), pipeline, None)
+            .expect("a brief chunk");
+        assert_eq!(chunk[4], 4, "{compressor:?}: version 4");
+        assert_eq!(decompress(&chunk).unwrap(), data, "{compressor:?}");
+        let header_len = 8 + 3 + 4;
+        let mut caught = 0;
+        for bit in 0..chunk.len() * 8 {
+            let mut bad = chunk.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            match decompress(&bad) {
+                Err(_) => caught += 1,
+                Ok(decoded) => {
+                    assert!(bit >= 8 * header_len, "{compressor:?}: header bit {bit}");
+                    assert_eq!(decoded, data, "{compressor:?}: flip of bit {bit}");
+                }
+            }
+        }
+        assert!(
+            caught * 100 > chunk.len() * 8 * 99,
+            "{compressor:?}: {caught} caught"
+        );
+        for len in 0..chunk.len() {
+            assert!(
+                decompress(&chunk[..len]).is_err(),
+                "{compressor:?}: truncation to {len}"
+            );
+        }
+        let mut extended = chunk.clone();
+        extended.push(0);
+        assert!(
+            decompress(&extended).is_err(),
+            "{compressor:?}: a byte more"
+        );
+        assert_eq!(
+            decompress_with(&chunk, 1000, 1).unwrap_err().to_string(),
+            "karoo: chunk declares 3072 decoded bytes, more than the 1000 expected"
+        );
+    }
 }

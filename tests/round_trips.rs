@@ -168,10 +168,11 @@ fn random_bytes_are_stored_verbatim_with_a_small_header() {
     let mut rng = SmallRng::seed_from_u64(11);
     let data: Vec<u8> = (0..100_000).map(|_| rng.gen()).collect();
     let packed = round_trip(&data, &Params::new(4, &[25_000]));
-    // The header: 14 bytes, the element type, then varints lag 1, 5 planes per tile, 25000
-    // rows per tile (3 bytes), 1 column, no spatial neighbour (0, 0), no tiles, the shape
-    // 25000 (3 bytes), then the checksum (8) and the header checksum (4): 39 bytes.
-    assert_eq!(packed.len(), data.len() + 39);
+    // A brief chunk: magic, version, element type, pipeline, rank (8 bytes), the shape
+    // 25000 (3 bytes), the checksum (4): 15 bytes.
+    assert_eq!(packed.len(), data.len() + 15);
+    assert_eq!(&packed[..8], b"KARO\x04\x00\x80\x01");
+    assert_eq!(&packed[15..], &data[..]);
 }
 
 proptest! {

@@ -376,6 +376,9 @@ unsafe fn slice<'a>(data: *const u8, len: usize) -> &'a [u8] {
 fn describe(input: &[u8]) -> Result<String, String> {
     karoo::decoded_len(input, u64::MAX).map_err(|e| e.to_string())?;
     let (header, header_len) = Header::parse(input, u64::MAX).map_err(|e| e.to_string())?;
+    if let Some(pipeline) = header.whole_pipeline() {
+        return Ok(describe_brief(&header, pipeline.name(), input.len()));
+    }
     let mode = match header.mode {
         0 => "fast",
         _ => "archive",
@@ -422,6 +425,27 @@ fn describe(input: &[u8]) -> Result<String, String> {
         header.is_narrowed(),
         header.is_planar()
     ))
+}
+
+/// The JSON description of a brief chunk (format version 4): no mode, time axis or tiles
+/// recorded; the pipeline that codes it whole.
+fn describe_brief(header: &Header, pipeline: String, encoded_size: usize) -> String {
+    let shape: Vec<String> = header.decoded_shape().iter().map(u64::to_string).collect();
+    let codings = if header.is_stored() {
+        String::new()
+    } else {
+        format!("\"{pipeline}\": 1")
+    };
+    format!(
+        "{{\"mode\": null, \"stored\": {}, \"pipeline\": \"{pipeline}\", \"word_size\": {}, \
+         \"shape\": [{}], \"time_axis\": null, \"lag\": null, \"decoded_size\": {}, \
+         \"encoded_size\": {encoded_size}, \"tiles\": 0, \"codings\": {{{codings}}}, \
+         \"scaled_integers\": false, \"narrowed_float64\": false, \"planar_components\": false}}",
+        header.is_stored(),
+        header.word_size,
+        shape.join(", "),
+        header.decoded_size,
+    )
 }
 
 /// `predictor/map/coder` of a tile payload, from its two header bytes; `+spatial` when

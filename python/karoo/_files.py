@@ -106,8 +106,10 @@ def report(dataset: h5py.Dataset, decode: bool, progress=None) -> DatasetReport:
                 name_counts = info["codings"] or {"stored verbatim": 1}
                 for name, count in name_counts.items():
                     rep.codings[name] = rep.codings.get(name, 0) + count
-                rep.axes.add((info["time_axis"], info["lag"]))
-                rep.modes.add(info["mode"])
+                # Brief chunks (coded whole) record no mode and no axis.
+                if info["mode"] is not None:
+                    rep.axes.add((info["time_axis"], info["lag"]))
+                rep.modes.add(info["mode"] or "brief")
                 if decode:
                     decompress(data, out=np.empty(info["decoded_size"], np.uint8))
             elif decode:

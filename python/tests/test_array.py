@@ -203,3 +203,28 @@ def test_level_9_through_h5py(tmp_path):
     with h5py.File(tmp_path / "l.h5", "r") as f:
         assert same_bits(f["d"][...], data)
         assert karoo.Karoo.from_dataset(f["d"]).options.level == 9
+
+
+@pytest.mark.parametrize("mode", ["fast", "archive"])
+def test_chunks_that_do_not_compress_cost_at_most_16_bytes(mode):
+    rng = np.random.default_rng(5)
+    for shape in [(44,), (3, 7), (1, 2, 3, 2)]:
+        data = rng.integers(0, 2**32, size=shape, dtype=np.uint32).view(np.float32)
+        chunk = karoo.compress(data, mode=mode)
+        assert len(chunk) <= data.nbytes + 16, (shape, len(chunk))
+        info = karoo.describe(chunk)
+        assert (info["stored"], info["pipeline"], info["mode"]) == (True, "stored", None)
+        back = karoo.decompress(chunk)
+        assert back.dtype == data.dtype and back.shape == data.shape
+        assert same_bits(back, data)
+
+
+def test_a_brief_chunk_whose_shape_costs_more_decodes_flat():
+    rng = np.random.default_rng(6)
+    data = rng.integers(0, 2**32, size=(2, 300, 1, 300, 1), dtype=np.uint32).view(np.float32)
+    chunk = karoo.compress(data, mode="fast")
+    # magic, version, element type, pipeline, rank 0, the size as a varint, checksum.
+    assert bytes(chunk[4:8]) == b"\x04\x04\x80\x00"
+    assert len(chunk) == data.nbytes + 15
+    back = karoo.decompress(chunk)
+    assert back.shape == (data.size,) and same_bits(back, data.ravel())

@@ -117,7 +117,7 @@ fn encode_at<T: Word>(values: &[T], backend: Backend, level: i32, out: &mut Vec<
 
 /// Appends `bytes` as one LZ4 block or one Zstandard frame (at `level`) with its content
 /// size to `out`: an LZ4 block straight into it.
-pub(super) fn compress_bytes_into(bytes: &[u8], backend: Backend, level: i32, out: &mut Vec<u8>) {
+pub(crate) fn compress_bytes_into(bytes: &[u8], backend: Backend, level: i32, out: &mut Vec<u8>) {
     match backend {
         Backend::Lz4 => {
             let start = out.len();
@@ -162,7 +162,7 @@ fn lz4_in_room(bytes: &[u8], room: &mut [u8]) -> usize {
 
 /// Decompresses `input`, which must be exactly one LZ4 block or Zstandard frame of
 /// exactly `out.len()` bytes, into `out`.
-pub(super) fn decompress_bytes(
+pub(crate) fn decompress_bytes(
     input: &[u8],
     backend: Backend,
     out: &mut [u8],

@@ -1,0 +1,151 @@
+//! Which chunk the encoder keeps: the tiled chunk, or a brief one (stored, or coded whole
+//! by a general-purpose pipeline) when that is smaller. The candidates are coded and
+//! measured, so the kept chunk is never larger than any of them.
+
+use super::pipeline::{self, Compressor, Effort, Pipeline, Transform, STORED};
+use crate::format;
+use crate::params::{Mode, Params, MAX_LEVEL};
+
+/// Chunks of at most this many bytes are their own sample: every trial codes them whole.
+const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
+/// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`]).
+const SAMPLE_SHARE: usize = 16;
+
+/// The brief chunk of `data` (of `shape` in words) that is smaller than `tiled_len`
+/// bytes (the chunk as tiles code it), the smallest of those the effort level of
+/// `params` tries; `None` when none is.
+pub(crate) fn smallest(
+    tiled_len: usize,
+    data: &[u8],
+    shape: &[usize],
+    params: &Params,
+) -> Option<Vec<u8>> {
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let header_len = format::brief_header_len(&shape, data.len() as u64);
+    let w = params.word_size;
+    let mut best: Option<(Pipeline, Vec<u8>)> = None;
+    let mut best_len = tiled_len;
+    if header_len + data.len() < best_len {
+        best_len = header_len + data.len();
+        best = Some((STORED, Vec::new()));
+    }
+    for p in full_trials(data, params, best_len.saturating_sub(header_len)) {
+        let payload = pipeline::encode(data, w, p, Effort::Full);
+        let bounded = data.len() as u64 <= pipeline::max_decoded_len(p.compressor, payload.len());
+        if bounded && header_len + payload.len() < best_len {
+            best_len = header_len + payload.len();
+            best = Some((p, payload));
+        }
+    }
+    let (p, payload) = best?;
+    let payload = (p != STORED).then_some(payload);
+    super::brief_chunk(data, w, &shape, params.element_type, p, payload)
+}
+
+/// The pipelines to code `data` with in full, given that the payload must come under
+/// `room` bytes to be kept: none when a predictor or coder was requested; at level 9, every pipeline of the mode; at levels 1 to 3,
+/// none; otherwise those a trial on a sample of the chunk (the whole of a small one)
+/// estimates under `room` (fast mode: LZ4 after a byte or bit shuffle of words), or, in
+/// archive mode, when Zstandard at level 3 after the best of the byte shuffles comes
+/// within 1/8 of `room` (the heavier compressors do better still), Zstandard at level 19
+/// and bzip2 after that shuffle.
+fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<Pipeline> {
+    let w = params.word_size;
+    let mut transforms = vec![Transform::None, Transform::Words];
+    if params.components == 2 {
+        transforms.push(Transform::Elements);
+    }
+    let with = |transforms: &[Transform], compressor| {
+        transforms
+            .iter()
+            .map(move |&transform| Pipeline {
+                transform,
+                compressor,
+            })
+            .collect::<Vec<_>>()
+    };
+    let fits = |p: &Pipeline| p.fits(data.len(), w);
+    // A requested predictor or coder is a request for the tiled coding it names.
+    if params.predictor.is_some() || params.coder.is_some() {
+        return Vec::new();
+    }
+    match params.level {
+        1..=3 => return Vec::new(),
+        MAX_LEVEL => {
+            let mut all = match params.mode {
+                Mode::Fast => with(
+                    &[transforms.as_slice(), &[Transform::Bits]].concat(),
+                    Compressor::Lz4,
+                ),
+                Mode::Archive => [
+                    with(&transforms, Compressor::Zstd),
+                    with(&transforms, Compressor::Lzma),
+                    with(&transforms, Compressor::Bzip2),
+                    with(&[Transform::Bits], Compressor::Zstd),
+                ]
+                .concat(),
+            };
+            all.retain(fits);
+            return all;
+        }
+        _ => {}
+    }
+    let sample = sample(data, 2 * w);
+    let estimate = |p: Pipeline| {
+        let coded = pipeline::encode(sample, w, p, Effort::Estimate).len();
+        coded * data.len() / sample.len().max(1)
+    };
+    match params.mode {
+        Mode::Fast => with(&[Transform::Words, Transform::Bits], Compressor::Lz4)
+            .into_iter()
+            .filter(|p| fits(p) && estimate(*p) < room)
+            .collect(),
+        Mode::Archive => {
+            let best = with(&transforms, Compressor::Zstd)
+                .into_iter()
+                .filter(fits)
+                .map(|p| (estimate(p), p.transform))
+                .min_by_key(|&(len, _)| len);
+            match best {
+                Some((len, transform)) if len < room + room / 8 => {
+                    with(&[transform], Compressor::Zstd)
+                        .into_iter()
+                        .chain(with(&[transform], Compressor::Bzip2))
+                        .collect()
+                }
+                _ => Vec::new(),
+            }
+        }
+    }
+}
+
+/// The part of `data` the default level's trials code: all of it up to
+/// [`WHOLE_SAMPLE_BYTES`], else its middle [`SAMPLE_SHARE`]-th (at least that many
+/// bytes), cut at multiples of `unit` bytes.
+fn sample(data: &[u8], unit: usize) -> &[u8] {
+    if data.len() <= WHOLE_SAMPLE_BYTES {
+        return data;
+    }
+    let len = (data.len() / SAMPLE_SHARE).max(WHOLE_SAMPLE_BYTES) / unit * unit;
+    let start = (data.len() - len) / 2 / unit * unit;
+    &data[start..start + len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_whole_units_from_the_middle() {
+        let data = vec![0u8; 4 << 20];
+        let part = sample(&data, 8);
+        assert_eq!(part.len(), (4 << 20) / 16);
+        let start = part.as_ptr() as usize - data.as_ptr() as usize;
+        assert_eq!(start, (data.len() - part.len()) / 2);
+        assert_eq!(start % 8, 0);
+        let small = vec![0u8; 1000];
+        assert_eq!(sample(&small, 8).len(), 1000);
+        let odd = vec![0u8; WHOLE_SAMPLE_BYTES + 12];
+        assert_eq!(sample(&odd, 16).len() % 16, 0);
+    }
+}
