@@ -333,25 +333,11 @@ fn lzma_decompress(payload: &[u8], out: &mut [u8]) -> Result<(), StreamError> {
     };
     let limit = u64::from(lzma_dictionary(out.len())) + (1 << 20);
     let mut stream = Stream::new_stream_decoder(limit, 0).map_err(|e| refused(e.to_string()))?;
-    loop {
-        let (read, written) = (stream.total_in() as usize, stream.total_out() as usize);
-        let status = stream
-            .process(&payload[read..], &mut out[written..], Action::Finish)
-            .map_err(|e| refused(e.to_string()))?;
-        let progressed = stream.total_in() as usize > read || stream.total_out() as usize > written;
-        if status == Status::StreamEnd {
-            break;
-        }
-        if !progressed {
-            return Err(refused("cut short, or longer than the chunk".into()));
-        }
-    }
-    finished(
-        stream.total_in(),
-        payload.len(),
-        stream.total_out(),
-        out.len(),
-    )
+    drain(payload, out, refused, |input, output| {
+        let status = stream.process(input, output, Action::Finish);
+        let end = status.map_err(|e| e.to_string())? == Status::StreamEnd;
+        Ok((end, stream.total_in(), stream.total_out()))
+    })
 }
 
 /// `bytes` as one bzip2 stream of 900 kB blocks.
@@ -379,25 +365,38 @@ fn bzip2_decompress(payload: &[u8], out: &mut [u8]) -> Result<(), StreamError> {
         message: Cow::Owned(message),
     };
     let mut stream = Decompress::new(false);
+    drain(payload, out, refused, |input, output| {
+        let status = stream.decompress(input, output);
+        let end = status.map_err(|e| e.to_string())? == Status::StreamEnd;
+        Ok((end, stream.total_in(), stream.total_out()))
+    })
+}
+
+/// Runs a streaming decoder over `payload` into `out` until its stream ends: `step`
+/// decodes from the unread input into the unfilled output and returns whether the
+/// stream ended and the decoder's input and output totals. A step that makes no
+/// progress before the end means the stream is cut short or longer than `out`; the
+/// stream must then have read all of `payload` and filled `out` exactly.
+fn drain(
+    payload: &[u8],
+    out: &mut [u8],
+    refused: impl Fn(String) -> StreamError,
+    mut step: impl FnMut(&[u8], &mut [u8]) -> Result<(bool, u64, u64), String>,
+) -> Result<(), StreamError> {
+    let (mut read, mut written) = (0u64, 0u64);
     loop {
-        let (read, written) = (stream.total_in() as usize, stream.total_out() as usize);
-        let status = stream
-            .decompress(&payload[read..], &mut out[written..])
-            .map_err(|e| refused(e.to_string()))?;
-        if status == Status::StreamEnd {
-            break;
+        let input = &payload[read as usize..];
+        let output = &mut out[written as usize..];
+        let (end, total_in, total_out) = step(input, output).map_err(&refused)?;
+        let progressed = total_in > read || total_out > written;
+        (read, written) = (total_in, total_out);
+        if end {
+            return finished(read, payload.len(), written, out.len());
         }
-        let progressed = stream.total_in() as usize > read || stream.total_out() as usize > written;
         if !progressed {
             return Err(refused("cut short, or longer than the chunk".into()));
         }
     }
-    finished(
-        stream.total_in(),
-        payload.len(),
-        stream.total_out(),
-        out.len(),
-    )
 }
 
 /// Refuses a stream that left input unread or did not fill the output.
