@@ -14,7 +14,8 @@ readers of float32 formats hand data over) and bit-rounded to 8 mantissa bits (a
 pre-filters such as numcodecs' BitRound leave it); spectra of 16-bit integers times a per-spectrum float32
 scale (amplitudes as float32, cross-spectra as complex64); a snapshot of one integration with
 four polarisations and flagged channels. Each is chunked with 1, 2, 4, 16 and all time steps
-per chunk (sizes beyond the time count dropped), every other axis whole.
+per chunk (sizes beyond the time count dropped), every other axis whole; each real file also
+in chunks of one baseline's spectrum (one time step, one baseline).
 
 Codecs: karoo fast (compression=52033) and archive (compression_opts=(1,)), at --level (0,
 each mode's default; the level is cd_values[0]'s bits 8-15), Bitshuffle+LZ4,
@@ -30,6 +31,7 @@ timed in a Python process of its own (see h5_timing.py).
 
 import argparse
 import datetime
+import itertools
 import lzma
 import math
 import os
@@ -128,6 +130,16 @@ def steps_for(ntime):
     return sorted({s for s in STEPS if s <= ntime} | {ntime})
 
 
+def layouts(name, shape):
+    """(label, chunk shape) of each chunking of a case: 1, 2, 4, 16 and all time steps with
+    every other axis whole; for real files with more than one baseline, also one baseline's
+    spectrum (one time step, one baseline, every channel and polarisation)."""
+    out = [(str(step), (step,) + shape[1:]) for step in steps_for(shape[0])]
+    if not name.startswith("generated") and len(shape) >= 3 and shape[1] > 1:
+        out.append(("1, one baseline", (1, 1) + shape[2:]))
+    return out
+
+
 def components(chunk):
     """The chunk's scalar components: compound fields, or real and imaginary parts."""
     if chunk.dtype.names:
@@ -221,9 +233,15 @@ def h5_ratio(path, data, chunks, kwargs):
         return dset.id.get_storage_size() / data.nbytes
 
 
-def standalone_ratio(data, step, size_of):
-    """Sum of one standalone codec's bytes over the chunks of `step` time steps, over raw bytes."""
-    total = sum(size_of(series_along_time(data[start:start + step])) for start in range(0, data.shape[0], step))
+def chunk_slices(shape, chunks):
+    """The index of every chunk of a dataset of `shape` in `chunks`, in storage order."""
+    starts = itertools.product(*(range(0, n, c) for n, c in zip(shape, chunks)))
+    return [tuple(slice(s, s + c) for s, c in zip(start, chunks)) for start in starts]
+
+
+def standalone_ratio(data, chunks, size_of):
+    """Sum of one standalone codec's bytes over the chunks of shape `chunks`, over raw bytes."""
+    total = sum(size_of(series_along_time(data[index])) for index in chunk_slices(data.shape, chunks))
     return total / data.nbytes
 
 
@@ -242,16 +260,15 @@ def measure_ratios(directory, loads):
     """Rows (case name, shape, dtype, steps, chunk bytes, {codec: ratio or error})."""
     rows = []
     for name, data in loads:
-        for step in steps_for(data.shape[0]):
+        for label, chunks in layouts(name, data.shape):
             started = time.perf_counter()
-            chunks = (step,) + data.shape[1:]
             ratios = {codec: attempt(lambda kw=kwargs: h5_ratio(directory / "case.h5", data, chunks, kw))
                       for codec, kwargs in h5_codecs().items()}
-            ratios.update({codec: attempt(lambda f=size_of: standalone_ratio(data, step, f))
+            ratios.update({codec: attempt(lambda f=size_of: standalone_ratio(data, chunks, f))
                            for codec, size_of in STANDALONE.items()})
-            chunk_bytes = data.nbytes // data.shape[0] * step
-            rows.append((name, data.shape, data.dtype, step, chunk_bytes, ratios))
-            progress(f"{name}, {step} per chunk: {time.perf_counter() - started:.1f} s")
+            chunk_bytes = data.dtype.itemsize * math.prod(chunks)
+            rows.append((name, data.shape, data.dtype, label, chunk_bytes, ratios))
+            progress(f"{name}, {label} per chunk: {time.perf_counter() - started:.1f} s")
     return rows
 
 
@@ -473,7 +490,8 @@ def header(emit, args, plugin_dir, base):
     emit()
     emit("Real files: the blt axis sorted by /Header/time_array into (time, baseline, ...), stored as "
          "their writers store them (complex64/complex128; the {r,i} int32 compound as that compound). "
-         "Chunks hold 1, 2, 4, 16 and all time steps (every other axis whole). HDF5 filters through h5py "
+         "Chunks hold 1, 2, 4, 16 and all time steps (every other axis whole), and for real files "
+         "one baseline's spectrum (1 time step, 1 baseline). HDF5 filters through h5py "
          "(storage size / raw bytes; HDF5 pads edge chunks with the fill value); pcodec 8, xz -9 and "
          "blosc2 shuffle+bytedelta+zstd 9 standalone per chunk on the chunk's series laid along time "
          "(real parts then imaginary parts, each transposed so time varies fastest; no padding). "

@@ -53,6 +53,19 @@ pub use pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
 
+/// The vector kernels this process runs: `"avx512"` (AVX-512 packing kernels, loops
+/// compiled for AVX-512), `"avx2"` or `"portable"` (the target's baseline), as detected
+/// at first use and capped by the `KAROO_ISA` environment variable. Every choice writes
+/// the same bytes; only the speed differs.
+pub fn kernels() -> &'static str {
+    match (isa::avx512_kernels(), isa::level()) {
+        (true, _) | (_, isa::Level::Avx512) => "avx512",
+        (_, isa::Level::Avx2) => "avx2",
+        (_, isa::Level::Portable) if isa::avx2_kernels() => "avx2",
+        _ => "portable",
+    }
+}
+
 /// The codec's inner parts, for its own benches, fuzz targets and tests (the
 /// `internals` feature): the coders' kernels and their error type, the word trait, the
 /// chunk header and the checksum. Not part of the stable API.

@@ -76,7 +76,7 @@ pub const AUTO_PREDICTORS: [Predictor; 4] = [
 pub const DEFAULT_CODER: Coder = Coder::Patched;
 
 /// Predictors archive mode's `auto` chooses from: all but the medians, which never
-/// gained more than 0.8% over the means in the measurements (README) and decode at
+/// gained more than 0.8% over the means in the measurements (docs/compression.md) and decode at
 /// half their speed, plus none (with a spatial head: purely spatial prediction).
 pub fn archive_predictors() -> Vec<Predictor> {
     (Predictor::ALL.into_iter())
@@ -182,7 +182,7 @@ impl Params {
         let maps: Vec<ResidualMap> = match (self.residual_map, self.element) {
             (Some(map), _) => vec![map],
             // XOR never beat the subtracting maps on floats or integers in the HERA
-            // measurements (README), so auto only tries it on other data. Rotate-subtract
+            // measurements (docs/compression.md), so auto only tries it on other data. Rotate-subtract
             // wins on real float data, plain subtraction on some generated data.
             (None, ElementKind::Float) => vec![ResidualMap::RotateSubtract, ResidualMap::Subtract],
             (None, ElementKind::Integer) => vec![ResidualMap::Subtract],

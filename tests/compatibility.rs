@@ -349,7 +349,14 @@ fn golden_chunks_cover_every_coding_path() {
         .filter_map(|l| l.split(" pipeline=").nth(1))
         .map(|p| u8::from_str_radix(&p[2..4], 16).unwrap())
         .collect();
-    for (compressor, transforms) in [(0, 0..1), (1, 0..4), (2, 0..4), (3, 0..3), (4, 0..3)] {
+    for (compressor, transforms) in [
+        (0, 0..1),
+        (1, 0..4),
+        (2, 0..4),
+        (3, 0..3),
+        (4, 0..3),
+        (5, 1..3),
+    ] {
         for transform in transforms {
             assert!(
                 pipelines
@@ -1171,6 +1178,37 @@ fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
             },
         },
         Some(stored),
+    ));
+    // Bitshuffle: a whole block of 8 KiB, a shorter last block, the last values
+    // (fewer than 8) verbatim; of words, and of complex elements.
+    out.push((
+        Case {
+            name: "v4_f32_words_bitshuffle".into(),
+            data: f32_bytes(&series(&[1, 2083], 44)),
+            params: {
+                let mut p = params(4, &[2083], Mode::Fast);
+                p.element_type.kind = TypeKind::Float;
+                p
+            },
+        },
+        Some(Pipeline {
+            transform: Transform::Words,
+            compressor: Compressor::Bitshuffle,
+        }),
+    ));
+    let mut odd_visibilities = complex64_archive(&[1043, 2]);
+    odd_visibilities.mode = Mode::Fast;
+    odd_visibilities.element_type = complex;
+    out.push((
+        Case {
+            name: "v4_complex64_elements_bitshuffle".into(),
+            data: f32_bytes(&series(&[7, 298], 45)),
+            params: odd_visibilities,
+        },
+        Some(Pipeline {
+            transform: Transform::Elements,
+            compressor: Compressor::Bitshuffle,
+        }),
     ));
     // A shape whose varints take more than 4 bytes: the decoded size instead.
     out.push((

@@ -440,6 +440,7 @@ fn corrupt_brief_chunks_are_rejected() {
         Compressor::Zstd,
         Compressor::Lzma,
         Compressor::Bzip2,
+        Compressor::Bitshuffle,
     ] {
         let transform = match compressor {
             Compressor::None => Transform::None,

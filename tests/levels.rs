@@ -98,3 +98,51 @@ fn low_levels_skip_the_general_purpose_trials() {
         lean.len()
     );
 }
+
+/// The Bitshuffle filter's coding is a candidate of every default and higher level in
+/// both modes, coded whole on chunks of up to 128 KiB (their own sample): no such chunk
+/// is larger than the brief chunk of that coding (of elements for complex data, as the
+/// filter sees them, else of words).
+#[test]
+fn default_levels_are_never_larger_than_the_bitshuffle_coding() {
+    use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
+    use karoo::{ElementType, TypeKind};
+    for (name, data, shape) in workloads() {
+        let complex = shape.last() == Some(&2);
+        let element = ElementType {
+            kind: if complex {
+                TypeKind::Complex
+            } else {
+                TypeKind::Float
+            },
+            ..ElementType::default()
+        };
+        let pipeline = Pipeline {
+            transform: if complex {
+                Transform::Elements
+            } else {
+                Transform::Words
+            },
+            compressor: Compressor::Bitshuffle,
+        };
+        let words: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        let bitshuffle = brief_chunk(&data, 4, &words, element, pipeline, None)
+            .expect("a Bitshuffle chunk")
+            .len();
+        for mode in Mode::ALL {
+            for level in [0, 4, 6, 8, MAX_LEVEL] {
+                let params = Params {
+                    components: if complex { 2 } else { 1 },
+                    element_type: element,
+                    ..at_level(mode, level, &shape)
+                };
+                let chunk = compress(&data, &params).unwrap();
+                assert!(
+                    chunk.len() <= bitshuffle,
+                    "{name} {mode:?} {level}: {} > Bitshuffle's {bitshuffle}",
+                    chunk.len()
+                );
+            }
+        }
+    }
+}

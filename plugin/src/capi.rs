@@ -355,6 +355,17 @@ pub unsafe extern "C" fn karoo_describe(
     })
 }
 
+/// The vector kernels the codec runs (`avx512`, `avx2` or `portable`; see
+/// `karoo::kernels`), NUL-terminated.
+#[no_mangle]
+pub extern "C" fn karoo_kernels() -> *const c_char {
+    match karoo::kernels() {
+        "avx512" => c"avx512".as_ptr(),
+        "avx2" => c"avx2".as_ptr(),
+        _ => c"portable".as_ptr(),
+    }
+}
+
 /// The crate version, NUL-terminated.
 #[no_mangle]
 pub extern "C" fn karoo_version() -> *const c_char {

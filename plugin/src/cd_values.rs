@@ -3,7 +3,7 @@
 //! fuzzed on its own.
 //!
 //! The contract itself (every index, field and value) is defined once, in the options
-//! table of the README ("Options (cd_values)"); this module implements it.
+//! table of docs/options.md; this module implements it.
 //!
 //! A dataset is created with at most the five user values, or with a complete array
 //! `set_local` wrote for another dataset (a copied property list: h5repack, `H5Pcopy`),

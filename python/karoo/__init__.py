@@ -10,10 +10,8 @@ Also here: :func:`compress` / :func:`decompress` for single chunks, the numcodec
 the ``karoo`` command-line tool.
 """
 
-from __future__ import annotations
-
-import warnings
-from collections import namedtuple
+import warnings as _warnings
+from collections import namedtuple as _namedtuple
 
 from ._array import Chunk, compress, decompress, describe
 from ._lib import LIBRARY_PATH, PLUGIN_PATH, KarooError
@@ -28,6 +26,7 @@ FILTER_ID = 52033
 __all__ = [
     "CODERS",
     "Chunk",
+    "Config",
     "FILTER_ID",
     "Karoo",
     "KarooCodec",
@@ -38,6 +37,7 @@ __all__ = [
     "PREDICTORS",
     "RESIDUAL_MAPS",
     "ShuffleWarning",
+    "check_dataset",
     "compress",
     "decompress",
     "describe",
@@ -46,9 +46,9 @@ __all__ = [
 ]
 
 try:
-    import h5py  # noqa: F401
+    import h5py as _h5py  # noqa: F401
 except ImportError:  # karoo's codec and the Zarr codecs work without h5py
-    _h5py_error: Exception | None = ImportError("karoo: h5py is not installed")
+    _h5py_error: "Exception | None" = ImportError("karoo: h5py is not installed")
 else:
     _h5py_error = None
     from ._hdf5 import Karoo, ShuffleWarning, check_dataset, register
@@ -57,7 +57,7 @@ else:
         register()
     except Exception as error:  # never break the import: say why, h5py still works
         _h5py_error = error
-        warnings.warn(f"karoo: could not register the HDF5 filter with h5py: {error}", stacklevel=2)
+        _warnings.warn(f"karoo: could not register the HDF5 filter with h5py: {error}", stacklevel=2)
 
 
 def __getattr__(name):
@@ -69,14 +69,18 @@ def __getattr__(name):
     raise AttributeError(f"module 'karoo' has no attribute {name!r}")
 
 
-Config = namedtuple(
+Config = _namedtuple(
     "Config",
-    ("version", "filter_id", "plugin_path", "library", "registered", "hdf5_library", "hdf5_version"),
+    ("version", "filter_id", "plugin_path", "library", "registered", "hdf5_library", "hdf5_version",
+     "kernels"),
 )
+Config.__doc__ = """karoo's build and environment: see :func:`get_config`."""
 
 
 def get_config() -> Config:
-    """Where the plugin is, whether h5py's HDF5 has the filter, and which libhdf5 it uses."""
+    """Where the plugin is, whether h5py's HDF5 has the filter, which libhdf5 it uses, and
+    which vector kernels the codec runs (``avx512``, ``avx2`` or ``portable``; the
+    ``KAROO_ISA`` environment variable caps them)."""
     from . import _lib
 
     registered, hdf5_version = False, None
@@ -88,4 +92,4 @@ def get_config() -> Config:
         registered = is_registered()
         hdf5_version = h5py.version.hdf5_version
     return Config(__version__, FILTER_ID, PLUGIN_PATH, LIBRARY_PATH, registered, _lib.hdf5_path(),
-                  hdf5_version)
+                  hdf5_version, _lib.kernels())

@@ -75,6 +75,8 @@ def _load() -> ctypes.CDLL:
     lib.karoo_describe.restype = ctypes.c_int
     lib.karoo_version.argtypes = []
     lib.karoo_version.restype = ctypes.c_char_p
+    lib.karoo_kernels.argtypes = []
+    lib.karoo_kernels.restype = ctypes.c_char_p
     lib.karoo_init_filter.argtypes = [ctypes.c_char_p]
     lib.karoo_init_filter.restype = ctypes.c_int
     lib.karoo_hdf5_path.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -155,6 +157,11 @@ def describe_raw(data, nbytes: int) -> str:
 def version() -> str:
     """Version of the karoo codec inside the plugin."""
     return lib.karoo_version().decode()
+
+
+def kernels() -> str:
+    """The vector kernels the codec runs: ``avx512``, ``avx2`` or ``portable``."""
+    return lib.karoo_kernels().decode()
 
 
 def hdf5_path() -> str | None:

@@ -27,6 +27,21 @@ def test_import_registers_the_filter_without_a_plugin_path(tmp_path):
         assert "52033" in f["vis"]._filters
 
 
+def test_get_config_names_the_kernels_and_KAROO_ISA_caps_them():
+    assert karoo.get_config().kernels in {"avx512", "avx2", "portable"}
+    capped = run_python("import karoo; print(karoo.get_config().kernels)", env={"KAROO_ISA": "portable"})
+    assert capped.returncode == 0, capped.stderr
+    assert capped.stdout.split() == ["portable"]
+
+
+def test_the_namespace_holds_the_api_and_the_submodules_only():
+    public = {name for name in vars(karoo) if not name.startswith("_")}
+    submodules = {"cli", "codecs", "zarr3"}
+    assert public - submodules == set(karoo.__all__) - {"KarooCodec"}  # KarooCodec: on first use
+    for leaked in ("h5py", "warnings", "namedtuple"):
+        assert not hasattr(karoo, leaked), leaked
+
+
 @pytest.mark.parametrize("first", ["netCDF4", "h5netcdf"])
 def test_netcdf4_imported_first_still_binds_to_h5pys_hdf5(tmp_path, first):
     # netCDF4's wheel carries its own libhdf5; before, the plugin bound to whichever copy

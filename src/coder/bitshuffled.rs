@@ -38,7 +38,7 @@ fn groups(n: usize) -> usize {
 /// Appends to `out` the bit planes of `stream` (`8 m` bytes) that `mask` names, in
 /// order: plane `k` (bit `k` of `mask`) takes `m` bytes, byte `g` holding bit `k` of
 /// bytes `8 g .. 8 g + 8` of the stream, byte `8 g + i` in bit `i`.
-fn append_planes(stream: &[u8], mask: u8, out: &mut Vec<u8>) {
+pub(crate) fn append_planes(stream: &[u8], mask: u8, out: &mut Vec<u8>) {
     let m = stream.len() / 8;
     let start = out.len();
     out.resize(start + mask.count_ones() as usize * m, 0);
@@ -118,7 +118,7 @@ mod x86 {
 /// The bytes of a byte stream (`stream`, `8 m` bytes) from its eight planes `p` (`m`
 /// bytes each; the inverse of [`append_planes`] with every plane), in a loop compiled
 /// for the CPU's vectors.
-fn planes_to_stream(p: [&[u8]; 8], stream: &mut [u8]) {
+pub(crate) fn planes_to_stream(p: [&[u8]; 8], stream: &mut [u8]) {
     crate::isa::vectorised(
         #[inline(always)]
         || planes_to_stream_with(p, stream),

@@ -155,8 +155,14 @@ pub(super) fn compressed_len(bytes: &[u8], backend: Backend, level: i32) -> usiz
 }
 
 /// `bytes` as one LZ4 block at the start of `room`, which holds the longest one; its
-/// length.
+/// length. The reference LZ4's default compression (as the Bitshuffle filter's), or
+/// lz4_flex's for inputs beyond the reference's 2 GiB.
 fn lz4_in_room(bytes: &[u8], room: &mut [u8]) -> usize {
+    if bytes.len() <= i32::MAX as usize {
+        if let Ok(len) = lz4::block::compress_to_buffer(bytes, None, false, room) {
+            return len;
+        }
+    }
     lz4_flex::block::compress_into(bytes, room).expect("room for the longest LZ4 block")
 }
 

@@ -29,8 +29,8 @@ pub(crate) fn smallest(
         best_len = header_len + data.len();
         best = Some((STORED, Vec::new()));
     }
-    for p in full_trials(data, params, best_len.saturating_sub(header_len)) {
-        let payload = pipeline::encode(data, w, p, Effort::Full);
+    for (p, coded) in full_trials(data, params, best_len.saturating_sub(header_len)) {
+        let payload = coded.unwrap_or_else(|| pipeline::encode(data, w, p, Effort::Full));
         let bounded = data.len() as u64 <= pipeline::max_decoded_len(p.compressor, payload.len());
         if bounded && header_len + payload.len() < best_len {
             best_len = header_len + payload.len();
@@ -43,17 +43,23 @@ pub(crate) fn smallest(
 }
 
 /// The pipelines to code `data` with in full, given that the payload must come under
-/// `room` bytes to be kept: none when a predictor or coder was requested; at level 9, every pipeline of the mode; at levels 1 to 3,
-/// none; otherwise those a trial on a sample of the chunk (the whole of a small one)
-/// estimates under `room` (fast mode: LZ4 after a byte or bit shuffle of words), or, in
-/// archive mode, when Zstandard at level 3 after the best of the byte shuffles comes
-/// within 1/8 of `room` (the heavier compressors do better still), Zstandard at level 19
-/// and bzip2 after that shuffle.
-fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<Pipeline> {
+/// `room` bytes to be kept, each with its payload where a trial already coded it in
+/// full: none when a predictor or coder was requested; at level 9, every pipeline of
+/// the mode; at levels 1 to 3, none; otherwise those a trial on a sample of the chunk
+/// (the whole of a small one) estimates under `room`: in both modes the Bitshuffle
+/// filter's coding of the values as the filter sees them (elements of complex data,
+/// else words); in fast mode LZ4 after a byte shuffle of words; in archive mode, when
+/// Zstandard at level 3 after the best of the byte shuffles comes within 1/8 of `room`
+/// (the heavier compressors do better still), Zstandard at level 19 and bzip2 after
+/// that shuffle.
+fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Option<Vec<u8>>)> {
     let w = params.word_size;
+    let complex = params.components == 2;
     let mut transforms = vec![Transform::None, Transform::Words];
-    if params.components == 2 {
+    let mut units = vec![Transform::Words];
+    if complex {
         transforms.push(Transform::Elements);
+        units.push(Transform::Elements);
     }
     let with = |transforms: &[Transform], compressor| {
         transforms
@@ -73,48 +79,81 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<Pipeline> {
         1..=3 => return Vec::new(),
         MAX_LEVEL => {
             let mut all = match params.mode {
-                Mode::Fast => with(
-                    &[transforms.as_slice(), &[Transform::Bits]].concat(),
-                    Compressor::Lz4,
-                ),
+                Mode::Fast => [
+                    with(
+                        &[transforms.as_slice(), &[Transform::Bits]].concat(),
+                        Compressor::Lz4,
+                    ),
+                    with(&units, Compressor::Bitshuffle),
+                ]
+                .concat(),
                 Mode::Archive => [
                     with(&transforms, Compressor::Zstd),
                     with(&transforms, Compressor::Lzma),
                     with(&transforms, Compressor::Bzip2),
                     with(&[Transform::Bits], Compressor::Zstd),
+                    with(&units, Compressor::Bitshuffle),
                 ]
                 .concat(),
             };
             all.retain(fits);
-            return all;
+            return all.into_iter().map(|p| (p, None)).collect();
         }
         _ => {}
     }
     let sample = sample(data, 2 * w);
+    let whole = sample.len() == data.len();
     let estimate = |p: Pipeline| {
-        let coded = pipeline::encode(sample, w, p, Effort::Estimate).len();
-        coded * data.len() / sample.len().max(1)
+        let coded = pipeline::encode(sample, w, p, Effort::Estimate);
+        (coded.len() * data.len() / sample.len().max(1), coded)
+    };
+    let filter_unit = if complex {
+        Transform::Elements
+    } else {
+        Transform::Words
+    };
+    let bitshuffle = Pipeline {
+        transform: filter_unit,
+        compressor: Compressor::Bitshuffle,
+    };
+    // LZ4 and Bitshuffle code alike at every effort: a whole sample's trial is the
+    // payload.
+    let lz4_trials = |pipelines: &[Pipeline]| {
+        pipelines
+            .iter()
+            .copied()
+            .filter(fits)
+            .filter_map(|p| {
+                let (len, coded) = estimate(p);
+                (len < room).then(|| (p, whole.then_some(coded)))
+            })
+            .collect::<Vec<_>>()
     };
     match params.mode {
-        Mode::Fast => with(&[Transform::Words, Transform::Bits], Compressor::Lz4)
-            .into_iter()
-            .filter(|p| fits(p) && estimate(*p) < room)
-            .collect(),
+        Mode::Fast => {
+            let lz4_words = Pipeline {
+                transform: Transform::Words,
+                compressor: Compressor::Lz4,
+            };
+            lz4_trials(&[lz4_words, bitshuffle])
+        }
         Mode::Archive => {
             let best = with(&transforms, Compressor::Zstd)
                 .into_iter()
                 .filter(fits)
-                .map(|p| (estimate(p), p.transform))
+                .map(|p| (estimate(p).0, p.transform))
                 .min_by_key(|&(len, _)| len);
-            match best {
+            let heavy = match best {
                 Some((len, transform)) if len < room + room / 8 => {
                     with(&[transform], Compressor::Zstd)
                         .into_iter()
                         .chain(with(&[transform], Compressor::Bzip2))
+                        .map(|p| (p, None))
                         .collect()
                 }
                 _ => Vec::new(),
-            }
+            };
+            [heavy, lz4_trials(&[bitshuffle])].concat()
         }
     }
 }

@@ -2,6 +2,7 @@
 //! general-purpose pipeline behind a header of at most 16 bytes, and the encoder's choice
 //! between them and the tiled chunk (see docs/format.md, "Brief chunks").
 
+mod bitshuffle;
 mod choice;
 pub mod pipeline;
 

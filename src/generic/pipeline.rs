@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use super::bitshuffle;
 use crate::coder::bitshuffled;
 use crate::coder::shuffled::{self, Backend};
 use crate::stream_error::StreamError;
@@ -36,6 +37,10 @@ pub enum Compressor {
     Lzma,
     /// One bzip2 stream (the Burrows-Wheeler transform, move-to-front, Huffman coding).
     Bzip2,
+    /// The Bitshuffle filter's LZ4 coding: blocks of 8 KiB, each bit-transposed and coded
+    /// as one LZ4 block, of words ([`Transform::Words`]) or elements
+    /// ([`Transform::Elements`]).
+    Bitshuffle,
 }
 
 /// A transform and a compressor: what a brief chunk's pipeline byte names.
@@ -63,12 +68,13 @@ impl Transform {
 }
 
 impl Compressor {
-    const ALL: [Compressor; 5] = [
+    const ALL: [Compressor; 6] = [
         Compressor::None,
         Compressor::Lz4,
         Compressor::Zstd,
         Compressor::Lzma,
         Compressor::Bzip2,
+        Compressor::Bitshuffle,
     ];
 }
 
@@ -97,6 +103,7 @@ impl Pipeline {
             Compressor::None => transform == Transform::None,
             Compressor::Lz4 | Compressor::Zstd => true,
             Compressor::Lzma | Compressor::Bzip2 => transform != Transform::Bits,
+            Compressor::Bitshuffle => matches!(transform, Transform::Words | Transform::Elements),
         };
         if !takes {
             return Err(format!("{pipeline:?} is not a whole-chunk pipeline"));
@@ -105,8 +112,16 @@ impl Pipeline {
     }
 
     /// The pipeline's name, as `karoo_describe` reports it: `stored`, or the transform
-    /// and the compressor (`shuffled-words/zstd`, `bit-shuffled-words/lz4`, ...).
+    /// and the compressor (`shuffled-words/zstd`, `bit-shuffled-words/lz4`,
+    /// `bitshuffle-elements/lz4`, ...).
     pub fn name(self) -> String {
+        if self.compressor == Compressor::Bitshuffle {
+            let unit = match self.transform {
+                Transform::Elements => "elements",
+                _ => "words",
+            };
+            return format!("bitshuffle-{unit}/lz4");
+        }
         let transform = match self.transform {
             Transform::None => "bytes",
             Transform::Words => "shuffled-words",
@@ -119,6 +134,7 @@ impl Pipeline {
             Compressor::Zstd => "zstd",
             Compressor::Lzma => "lzma",
             Compressor::Bzip2 => "bzip2",
+            Compressor::Bitshuffle => unreachable!("named above"),
         };
         format!("{transform}/{compressor}")
     }
@@ -130,13 +146,16 @@ impl Pipeline {
 
     /// [`Self::fits`] for a size as a header records it.
     pub fn fits_size(self, len: u64, word_size: usize) -> bool {
-        let unit = word_size as u64
-            * if self.transform == Transform::Elements {
-                2
-            } else {
-                1
-            };
-        len.is_multiple_of(unit)
+        len.is_multiple_of(self.unit(word_size) as u64)
+    }
+
+    /// Bytes of the unit the transform rearranges: two words for
+    /// [`Transform::Elements`], else one.
+    fn unit(self, word_size: usize) -> usize {
+        match self.transform {
+            Transform::Elements => 2 * word_size,
+            _ => word_size,
+        }
     }
 }
 
@@ -149,7 +168,7 @@ pub fn max_decoded_len(compressor: Compressor, len: usize) -> u64 {
     let len = len as u64;
     match compressor {
         Compressor::None => len,
-        Compressor::Lz4 => len.saturating_mul(256),
+        Compressor::Lz4 | Compressor::Bitshuffle => len.saturating_mul(256),
         _ => len.saturating_mul(32768),
     }
 }
@@ -175,6 +194,9 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
         Effort::Estimate => ZSTD_ESTIMATE_LEVEL,
         Effort::Full => ZSTD_FULL_LEVEL,
     };
+    if pipeline.compressor == Compressor::Bitshuffle {
+        return bitshuffle::encode(data, pipeline.unit(word_size));
+    }
     let bytes: Cow<[u8]> = match pipeline.transform {
         Transform::None => Cow::Borrowed(data),
         Transform::Words => Cow::Owned(shuffle(data, word_size)),
@@ -203,6 +225,7 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
         }
         Compressor::Lzma => out = lzma_compress(&bytes),
         Compressor::Bzip2 => out = bzip2_compress(&bytes),
+        Compressor::Bitshuffle => unreachable!("coded by blocks"),
     }
     out
 }
@@ -214,6 +237,9 @@ pub fn decode(
     pipeline: Pipeline,
     out: &mut [u8],
 ) -> Result<(), StreamError> {
+    if pipeline.compressor == Compressor::Bitshuffle {
+        return bitshuffle::decode(payload, pipeline.unit(word_size), out);
+    }
     let unit = match pipeline.transform {
         Transform::None => {
             return decompress(payload, pipeline.compressor, out);
@@ -250,6 +276,7 @@ fn decompress(payload: &[u8], compressor: Compressor, out: &mut [u8]) -> Result<
         Compressor::Zstd => shuffled::decompress_bytes(payload, Backend::Zstd, out),
         Compressor::Lzma => lzma_decompress(payload, out),
         Compressor::Bzip2 => bzip2_decompress(payload, out),
+        Compressor::Bitshuffle => unreachable!("decoded by blocks"),
     }
 }
 
@@ -431,16 +458,21 @@ mod tests {
     #[test]
     fn pipeline_bytes_round_trip_and_unknown_ones_are_refused() {
         let pipelines = every_pipeline();
-        // 1 stored, 4 transforms x LZ4 and Zstandard, 3 x LZMA and bzip2.
-        assert_eq!(pipelines.len(), 1 + 4 * 2 + 3 * 2);
+        // 1 stored, 4 transforms x LZ4 and Zstandard, 3 x LZMA and bzip2, Bitshuffle
+        // of words and of elements.
+        assert_eq!(pipelines.len(), 1 + 4 * 2 + 3 * 2 + 2);
         for p in pipelines {
             for w in [1, 2, 4, 8] {
                 assert_eq!(Pipeline::from_byte(p.to_byte(w)), Ok((p, w)));
             }
         }
         assert_eq!(
-            Pipeline::from_byte(5),
-            Err("unknown whole-chunk compressor 5".into())
+            Pipeline::from_byte(6),
+            Err("unknown whole-chunk compressor 6".into())
+        );
+        assert!(
+            Pipeline::from_byte(0x35).is_err(),
+            "Bitshuffle takes words or elements only"
         );
         assert!(
             Pipeline::from_byte(0x10).is_err(),
