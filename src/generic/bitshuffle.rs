@@ -89,6 +89,9 @@ pub fn decode(payload: &[u8], element: usize, out: &mut [u8]) -> Result<(), Stre
 
 #[cfg(test)]
 mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
     use super::*;
 
     /// The Bitshuffle filter's bit transposition of one block, element by element and
@@ -108,20 +111,13 @@ mod tests {
         planes
     }
 
-    /// Bytes from a small linear congruential generator, with runs of repeats so LZ4
-    /// finds matches.
+    /// Random bytes (from `seed`) with runs of repeats, so LZ4 finds matches.
     fn bytes(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed;
+        let mut rng = SmallRng::seed_from_u64(seed);
         (0..len)
-            .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                if i % 64 < 40 {
-                    (i / 64) as u8
-                } else {
-                    (x >> 56) as u8
-                }
+            .map(|i| match i % 64 < 40 {
+                true => (i / 64) as u8,
+                false => rng.gen(),
             })
             .collect()
     }
