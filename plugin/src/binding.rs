@@ -15,7 +15,6 @@
 //!   not come from a libhdf5 returns that binding's class.
 //! - Otherwise the first libhdf5 found in the process is used, as before.
 
-use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,19 +54,15 @@ static BIND_LOCK: Mutex<()> = Mutex::new(());
 /// The binding used outside callbacks and for callers that are not a libhdf5.
 static DEFAULT: AtomicUsize = AtomicUsize::new(NONE);
 
-thread_local! {
-    /// The binding whose class's callback is running on this thread.
-    static CURRENT: Cell<usize> = const { Cell::new(NONE) };
-}
-
-/// The HDF5 entry points for the code running now: the library whose callback is on
-/// this thread's stack, else the default binding (resolved on first use).
-pub fn current() -> &'static Hdf5 {
-    let slot = CURRENT.with(Cell::get);
-    if let Some(binding) = BINDINGS.get(slot).and_then(OnceLock::get) {
-        return binding.api();
-    }
-    default_binding()
+/// The HDF5 entry points of the library bound in `slot`, else of the default binding
+/// (resolved on first use); `None` if resolving them panicked (a callback then fails
+/// instead of unwinding into C).
+fn api_of(slot: usize) -> Option<&'static Hdf5> {
+    std::panic::catch_unwind(|| match BINDINGS.get(slot).and_then(OnceLock::get) {
+        Some(binding) => binding.api(),
+        None => default_binding(),
+    })
+    .ok()
 }
 
 fn default_binding() -> &'static Hdf5 {
@@ -166,29 +161,14 @@ pub fn default_library_path() -> Option<String> {
     caller::object_path(key as *const c_void)
 }
 
-/// Restores the previous binding of this thread when dropped.
-struct Scope(usize);
-
-impl Scope {
-    fn enter(slot: usize) -> Scope {
-        Scope(CURRENT.with(|c| c.replace(slot)))
-    }
-}
-
-impl Drop for Scope {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
-    }
-}
-
 unsafe extern "C" fn can_apply_in<const N: usize>(dcpl: Hid, type_id: Hid, space: Hid) -> Htri {
-    let _scope = Scope::enter(N);
+    let Some(api) = api_of(N) else { return -1 };
     // SAFETY: HDF5 calls this with the ids `can_apply` expects.
-    let verdict = unsafe { filter::can_apply(dcpl, type_id, space) };
+    let verdict = unsafe { filter::can_apply(api, dcpl, type_id, space) };
     if verdict > 0 {
         // A shuffle before karoo is legal but spoils it: say so, without failing.
         let _ = std::panic::catch_unwind(|| {
-            let pipeline = current().filter_ids(dcpl).unwrap_or_default();
+            let pipeline = api.filter_ids(dcpl).unwrap_or_default();
             if let Some(message) = guard::shuffle_warning(&pipeline, FILTER_ID) {
                 guard::warn_once(&message);
             }
@@ -198,9 +178,9 @@ unsafe extern "C" fn can_apply_in<const N: usize>(dcpl: Hid, type_id: Hid, space
 }
 
 unsafe extern "C" fn set_local_in<const N: usize>(dcpl: Hid, type_id: Hid, space: Hid) -> Herr {
-    let _scope = Scope::enter(N);
+    let Some(api) = api_of(N) else { return -1 };
     // SAFETY: HDF5 calls this with the ids `set_local` expects.
-    unsafe { filter::set_local(dcpl, type_id, space) }
+    unsafe { filter::set_local(api, dcpl, type_id, space) }
 }
 
 unsafe extern "C" fn filter_in<const N: usize>(
@@ -211,9 +191,9 @@ unsafe extern "C" fn filter_in<const N: usize>(
     buf_size: *mut usize,
     buf: *mut *mut c_void,
 ) -> usize {
-    let _scope = Scope::enter(N);
+    let Some(api) = api_of(N) else { return 0 };
     // SAFETY: HDF5 calls this with the buffers `filter` expects.
-    unsafe { filter::filter(flags, cd_nelmts, cd_values, nbytes, buf_size, buf) }
+    unsafe { filter::filter(api, flags, cd_nelmts, cd_values, nbytes, buf_size, buf) }
 }
 
 const fn class<const N: usize>() -> H5ZClass2 {

@@ -1,4 +1,5 @@
-//! The three HDF5 filter callbacks. Each one catches every error and panic, pushes a
+//! The three HDF5 filter callbacks, each run against the libhdf5 (`api`) whose filter
+//! class called it (see `binding`). Each one catches every error and panic, pushes a
 //! message onto the HDF5 error stack and returns HDF5's failure value: nothing here
 //! may unwind into C or abort the host process.
 
@@ -9,7 +10,7 @@ use std::panic::catch_unwind;
 use crate::cd_values::{creation_options, ElementLayout, FilterConfig, USER_VALUES};
 use crate::ffi::{type_class, Herr, Hid, Htri, H5Z_FLAG_OPTIONAL, H5Z_FLAG_REVERSE};
 use crate::guard::chunks_reach_karoo_whole;
-use crate::hdf5::{hdf5, write_parts, zero_fill, Minor};
+use crate::hdf5::{write_parts, zero_fill, Hdf5, Minor};
 use crate::panics::caught;
 use crate::FILTER_ID;
 use karoo::{ElementType, TypeKind};
@@ -17,6 +18,7 @@ use karoo::{ElementType, TypeKind};
 /// Runs `body`, turning an error or a panic into a pushed HDF5 error and `failure`.
 #[track_caller]
 fn guarded<T>(
+    api: &Hdf5,
     function: &str,
     minor: Minor,
     failure: T,
@@ -34,7 +36,6 @@ fn guarded<T>(
     // Reporting the error must not unwind either.
     let location = std::panic::Location::caller();
     let _ = catch_unwind(|| {
-        let api = hdf5();
         api.push_error(minor, function, location, &message);
         if matches!(minor, Minor::Callback) && !api.filter_errors_reach_caller() {
             eprintln!("{message}");
@@ -54,14 +55,13 @@ pub const VARIABLE_LENGTH_REFUSAL: &str = "karoo: variable-length data (strings,
 /// never asking karoo).
 ///
 /// # Safety
-/// Called by HDF5 with valid property list and datatype ids.
-pub unsafe extern "C" fn can_apply(dcpl: Hid, type_id: Hid, _space: Hid) -> Htri {
-    guarded("karoo_can_apply", Minor::CanApply, -1, || {
-        let api = hdf5();
+/// Called by HDF5 (the library of `api`) with valid property list and datatype ids of it.
+pub unsafe fn can_apply(api: &Hdf5, dcpl: Hid, type_id: Hid, _space: Hid) -> Htri {
+    guarded(api, "karoo_can_apply", Minor::CanApply, -1, || {
         let (flags, values) = api.filter_values(dcpl, FILTER_ID)?;
         let user = creation_options(&values)?;
         user.check_chunk(&api.chunk_dims(dcpl)?)?;
-        if is_variable_length(type_id)? {
+        if is_variable_length(api, type_id)? {
             if flags & H5Z_FLAG_OPTIONAL != 0 {
                 return Ok(1);
             }
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn can_apply(dcpl: Hid, type_id: Hid, _space: Hid) -> Htri
             );
             return Ok(0);
         }
-        element_layout(type_id)?;
+        element_layout(api, type_id)?;
         Ok(1)
     })
 }
@@ -84,13 +84,12 @@ pub unsafe extern "C" fn can_apply(dcpl: Hid, type_id: Hid, _space: Hid) -> Htri
 /// Variable-length data keeps only the user's values: the filter passes it through.
 ///
 /// # Safety
-/// Called by HDF5 with valid property list and datatype ids.
-pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr {
-    guarded("karoo_set_local", Minor::SetLocal, -1, || {
-        let api = hdf5();
+/// Called by HDF5 (the library of `api`) with valid property list and datatype ids of it.
+pub unsafe fn set_local(api: &Hdf5, dcpl: Hid, type_id: Hid, _space: Hid) -> Herr {
+    guarded(api, "karoo_set_local", Minor::SetLocal, -1, || {
         let (flags, values) = api.filter_values(dcpl, FILTER_ID)?;
         let user = creation_options(&values)?;
-        if is_variable_length(type_id)? {
+        if is_variable_length(api, type_id)? {
             let kept = &user.raw[..values.len().min(USER_VALUES)];
             api.set_filter_values(dcpl, FILTER_ID, flags, kept)?;
             return Ok(0);
@@ -105,7 +104,7 @@ pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr
         let pipeline = api.filter_ids(dcpl).unwrap_or_default();
         let config = FilterConfig {
             user,
-            element: element_layout(type_id)?,
+            element: element_layout(api, type_id)?,
             chunk,
             exact_size: chunks_reach_karoo_whole(&pipeline, FILTER_ID),
         };
@@ -117,9 +116,11 @@ pub unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> Herr
 /// The filter: compresses (or, with `H5Z_FLAG_REVERSE`, decompresses) the chunk in `*buf`.
 ///
 /// # Safety
-/// Called by HDF5 with `cd_values` pointing at `cd_nelmts` values and `*buf` at a buffer
-/// of `*buf_size` bytes whose first `nbytes` are the chunk, allocated by HDF5.
-pub unsafe extern "C" fn filter(
+/// Called by HDF5 (the library of `api`) with `cd_values` pointing at `cd_nelmts` values
+/// and `*buf` at a buffer of `*buf_size` bytes whose first `nbytes` are the chunk,
+/// allocated by HDF5.
+pub unsafe fn filter(
+    api: &'static Hdf5,
     flags: c_uint,
     cd_nelmts: usize,
     cd_values: *const c_uint,
@@ -127,7 +128,7 @@ pub unsafe extern "C" fn filter(
     buf_size: *mut usize,
     buf: *mut *mut c_void,
 ) -> usize {
-    guarded("karoo_filter", Minor::Callback, 0, || {
+    guarded(api, "karoo_filter", Minor::Callback, 0, || {
         // HDF5's deflate reports its input size in *buf_size even when it returns more
         // bytes, so `nbytes` may exceed it; HDF5 always allocates at least `nbytes`.
         if buf.is_null() || buf_size.is_null() || (*buf).is_null() {
@@ -140,7 +141,6 @@ pub unsafe extern "C" fn filter(
             std::slice::from_raw_parts(cd_values, cd_nelmts)
         };
         let config = FilterConfig::from_values(values);
-        let api = hdf5();
         let output = if flags & H5Z_FLAG_REVERSE != 0 {
             // SAFETY: HDF5 guarantees `*buf` holds at least `nbytes` initialised bytes.
             let input = std::slice::from_raw_parts(*buf as *const u8, nbytes);
@@ -220,8 +220,7 @@ fn check_output_len(len: usize, input: usize) -> Result<(), String> {
 
 /// Whether elements of datatype `type_id` are variable-length (sequences or strings),
 /// which the chunks hold as references to data stored elsewhere in the file.
-fn is_variable_length(type_id: Hid) -> Result<bool, String> {
-    let api = hdf5();
+fn is_variable_length(api: &Hdf5, type_id: Hid) -> Result<bool, String> {
     match api.type_class_size(type_id)?.0 {
         type_class::VLEN => Ok(true),
         type_class::STRING => api.is_variable_string(type_id),
@@ -230,8 +229,7 @@ fn is_variable_length(type_id: Hid) -> Result<bool, String> {
 }
 
 /// Karoo's word layout for elements of datatype `type_id`.
-fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
-    let api = hdf5();
+fn element_layout(api: &Hdf5, type_id: Hid) -> Result<ElementLayout, String> {
     let (hdf5_class, size) = api.type_class_size(type_id)?;
     let element_size = u32::try_from(size).map_err(|_| format!("element size {size} too large"))?;
     let code = |class: c_int| match class {
@@ -274,7 +272,7 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
         class,
         word_size: word as u32,
         components: components as u32,
-        element_type: element_type(type_id, hdf5_class, class, word, components),
+        element_type: element_type(api, type_id, hdf5_class, class, word, components),
     })
 }
 
@@ -282,13 +280,13 @@ fn element_layout(type_id: Hid) -> Result<ElementLayout, String> {
 /// `hdf5_class`, karoo class `class`): integers, floats and compounds of two floats
 /// (complex numbers) of a known byte order; unknown for anything else.
 fn element_type(
+    api: &Hdf5,
     type_id: Hid,
     hdf5_class: c_int,
     class: u32,
     word: usize,
     components: usize,
 ) -> ElementType {
-    let api = hdf5();
     let kind = match (hdf5_class, class, components) {
         (type_class::INTEGER, 1, 1) => match api.is_signed(type_id) {
             Some(true) => TypeKind::Signed,

@@ -102,11 +102,6 @@ unsafe impl Send for Hdf5 {}
 // SAFETY: as above; nothing in it is mutated after resolution.
 unsafe impl Sync for Hdf5 {}
 
-/// The HDF5 library of the code running now (see `binding`).
-pub fn hdf5() -> &'static Hdf5 {
-    crate::binding::current()
-}
-
 /// A handle to look symbols up in (a `dlopen` handle, or `RTLD_DEFAULT`).
 pub struct Library(pub *mut c_void);
 

@@ -25,6 +25,13 @@ use ffi::H5PL_TYPE_FILTER;
 /// karoo's HDF5 filter id (private-use range, 32000 and above).
 pub const FILTER_ID: c_int = 52033;
 
+/// karoo's HDF5 filter id, for callers that register the filter by hand (the Python
+/// package reads it here instead of repeating it).
+#[no_mangle]
+pub extern "C" fn karoo_filter_id() -> c_int {
+    FILTER_ID
+}
+
 /// Tells HDF5's plugin loader this library holds a filter.
 #[no_mangle]
 pub extern "C" fn H5PLget_plugin_type() -> c_int {

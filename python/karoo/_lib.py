@@ -77,6 +77,8 @@ def _load() -> ctypes.CDLL:
     lib.karoo_version.restype = ctypes.c_char_p
     lib.karoo_kernels.argtypes = []
     lib.karoo_kernels.restype = ctypes.c_char_p
+    lib.karoo_filter_id.argtypes = []
+    lib.karoo_filter_id.restype = ctypes.c_int
     lib.karoo_init_filter.argtypes = [ctypes.c_char_p]
     lib.karoo_init_filter.restype = ctypes.c_int
     lib.karoo_hdf5_path.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -157,6 +159,11 @@ def describe_raw(data, nbytes: int) -> str:
 def version() -> str:
     """Version of the karoo codec inside the plugin."""
     return lib.karoo_version().decode()
+
+
+def filter_id() -> int:
+    """karoo's HDF5 filter id, as the plugin registers it."""
+    return lib.karoo_filter_id()
 
 
 def kernels() -> str:
