@@ -351,23 +351,34 @@ impl Isa {
 /// The layout is described in the [module documentation](self); it takes at most
 /// `ceil(n / 32) + ceil(n * T::BITS / 8)` bytes for `n` values.
 pub fn encode<T: Word>(values: &[T], out: &mut Vec<u8>) {
-    match Isa::detect::<T>() {
-        // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
-        Isa::Avx512(_, avx512) => avx512.run(
-            #[inline(always)]
-            || encode_with(values, out, Some(avx512)),
-        ),
-        Isa::Avx2(avx2) => avx2.run(
-            #[inline(always)]
-            || encode_with(values, out, Some(avx2)),
-        ),
-        // The portable loops (64-bit words, or no AVX2), compiled for the CPU's widest
-        // vectors and its bit-counting instructions; for 64-bit words, with AVX-512's
-        // kernels for them where the CPU has those.
-        Isa::Portable => crate::isa::vectorised(
+    // Resolved at compile time: the kernels for whole groups exist for 32-bit words
+    // only, so no other word type compiles their paths.
+    if const { T::BITS == 32 } {
+        match Isa::detect::<T>() {
+            // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
+            Isa::Avx512(_, avx512) => avx512.run(
+                #[inline(always)]
+                || encode_with(values, out, Some(avx512)),
+            ),
+            Isa::Avx2(avx2) => avx2.run(
+                #[inline(always)]
+                || encode_with(values, out, Some(avx2)),
+            ),
+            // No AVX2, so no wider loops either (`crate::isa` detects AVX2 loops only
+            // where the AVX2 kernels run).
+            Isa::Portable => {
+                debug_assert_eq!(crate::isa::level(), crate::isa::Level::Portable);
+                encode_with(values, out, None::<Avx2>)
+            }
+        }
+    } else {
+        // The portable loops, compiled for the CPU's widest vectors and its bit-counting
+        // instructions; for 64-bit words, with AVX-512's kernels for them where the CPU
+        // has those.
+        crate::isa::vectorised(
             #[inline(always)]
             || encode_with(values, out, wide_kernels_for::<T>()),
-        ),
+        )
     }
 }
 
@@ -659,22 +670,31 @@ const NONZERO_PADDING: StreamError = StreamError::NonzeroPadding("patched: nonze
 ///
 /// Never panics and never reads outside `input`, whatever its contents.
 pub fn decode<T: Word>(input: &[u8], out: &mut [T]) -> Result<(), StreamError> {
-    match Isa::detect::<T>() {
-        // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
-        Isa::Avx512(avx2, avx512) => avx512.run(
-            #[inline(always)]
-            || decode_with(input, out, Some(avx2), Some(avx512), None),
-        ),
-        Isa::Avx2(avx2) => avx2.run(
-            #[inline(always)]
-            || decode_with(input, out, Some(avx2), Some(avx2), None),
-        ),
+    // Resolved at compile time, as in `encode`.
+    if const { T::BITS == 32 } {
+        match Isa::detect::<T>() {
+            // The whole loop compiled for AVX-512 (or AVX2), so the kernels inline into it.
+            Isa::Avx512(avx2, avx512) => avx512.run(
+                #[inline(always)]
+                || decode_with(input, out, Some(avx2), Some(avx512), None),
+            ),
+            Isa::Avx2(avx2) => avx2.run(
+                #[inline(always)]
+                || decode_with(input, out, Some(avx2), Some(avx2), None),
+            ),
+            // No AVX2, so no wider loops either (see `encode`).
+            Isa::Portable => {
+                debug_assert_eq!(crate::isa::level(), crate::isa::Level::Portable);
+                decode_with(input, out, None, None::<Avx2>, None)
+            }
+        }
+    } else {
         // For 64-bit words, with AVX-512's unpacking of whole groups' low bits where the
         // CPU has it.
-        Isa::Portable => crate::isa::vectorised(
+        crate::isa::vectorised(
             #[inline(always)]
             || decode_with(input, out, None, None::<Avx2>, wide_kernels_for::<T>()),
-        ),
+        )
     }
 }
 
