@@ -119,13 +119,47 @@ def inspect(file, quiet):
 # --------------------------------------------------------------------------------------
 
 
-def _parse_chunks(text):
-    if text is None:
-        return None
+def _chunks_error(message):
+    return click.BadParameter(message, param_hint="'--chunks'")
+
+
+def _parse_shape(text):
     try:
-        return tuple(int(part) for part in text.split(","))
+        shape = tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+        raise _chunks_error(f"expected comma-separated integers or 'auto', got {text!r}") from None
+    if any(n < 1 for n in shape):
+        raise _chunks_error(f"every chunk dimension must be at least 1, got {text!r}")
+    return shape
+
+
+def _parse_chunks(values):
+    """``--chunks`` values: ``[DATASET=]SHAPE`` or ``[DATASET=]auto``. Returns (by dataset
+    name, by rank, default) where a shape is a tuple or "auto"."""
+    by_name, by_rank, default = {}, {}, None
+    for text in values:
+        name, sep, value = text.rpartition("=")
+        layout = "auto" if value.strip() == "auto" else _parse_shape(value)
+        if sep:
+            by_name["/" + name.strip().strip("/")] = layout
+        elif layout == "auto":
+            default = "auto"
+        else:
+            by_rank[len(layout)] = layout
+    return by_name, by_rank, default
+
+
+def _chunks_for(dataset, rules):
+    """The chunk layout `rules` give `dataset`: a shape, "auto", or None (its own)."""
+    by_name, by_rank, default = rules
+    name = "/" + dataset.name.strip("/")
+    if name in by_name:
+        layout = by_name[name]
+        if layout != "auto" and len(layout) != dataset.ndim:
+            raise _chunks_error(f"{name}={','.join(map(str, layout))} has {len(layout)} "
+                                f"dimensions, {name} has {dataset.ndim}")
+        return layout
+    return by_rank.get(dataset.ndim, default)
 
 
 def _compressible(dataset):
@@ -143,62 +177,136 @@ def _copy_attrs(src, dst):
         dst.attrs[key] = value
 
 
+def _unreadable_filters(dataset):
+    """(id, name) of the filters of `dataset` this process has no decoder for, when its
+    chunks need one (h5py marks third-party filters optional, and HDF5 stores a chunk
+    unfiltered where an optional filter failed, so such a dataset may still read)."""
+    plist = dataset.id.get_create_plist()
+    missing = []
+    for index in range(plist.get_nfilters()):
+        filter_id, _, _, name = plist.get_filter(index)
+        if not h5py.h5z.filter_avail(filter_id):
+            missing.append((filter_id, name.decode(errors="replace") or "unnamed"))
+    if missing and dataset.size:
+        try:
+            dataset[(0,) * dataset.ndim]
+        except OSError:
+            return missing
+    return []
+
+
+def _register_hdf5plugin():
+    """Registers hdf5plugin's filters (Blosc, Blosc2, Bitshuffle, LZ4, Zstd, ...) where it is
+    installed, so that datasets written with them can be read; whether it is."""
+    try:
+        import hdf5plugin  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _check_readable(fin):
+    problems = []
+    for dataset in _files.datasets(fin):
+        missing = _unreadable_filters(dataset)
+        if missing:
+            names = ", ".join(f"filter {filter_id} ({name})" for filter_id, name in missing)
+            problems.append(f"{dataset.name}: {names}")
+    if problems:
+        hint = "" if _register_hdf5plugin() else "; pip install hdf5plugin provides the common ones"
+        raise click.ClickException("karoo: cannot read these datasets, their filters are not "
+                                   "available: " + "; ".join(problems) + hint)
+
+
+def _write_repacked(fin, fout, rules, mode, predictor, time_axis, lag, min_size, quiet):
+    _copy_attrs(fin, fout)
+    found = _files.datasets(fin)
+    total_bytes = sum(_nbytes(d) for d in found)
+    bar = tqdm(total=total_bytes, desc="repack", unit="B", unit_scale=True, disable=quiet or None,
+               leave=False, file=sys.stderr)
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Group):
+            _copy_attrs(obj, fout.require_group(name))
+            return
+        parent = fout.require_group(os.path.dirname(name) or "/")
+        if _nbytes(obj) < min_size or not _compressible(obj):
+            fin.copy(obj, parent, name=os.path.basename(name))
+            bar.update(_nbytes(obj))
+            return
+        layout = _chunks_for(obj, rules)
+        axis = time_axis if time_axis < obj.ndim else 0
+        series_lag = lag
+        if layout == "auto":
+            file_axis, file_lag = _time_axis_and_lag(fin, obj)
+            axis = file_axis
+            layout, suggested_lag, _ = _suggestion(obj.shape, obj.dtype, obj.chunks or obj.shape,
+                                                   file_axis, file_lag)
+            series_lag = lag or suggested_lag
+        elif layout is None:
+            layout = obj.chunks or suggest_chunks(obj.shape, obj.dtype, axis)
+        elif len(layout) != obj.ndim:
+            raise _chunks_error(f"{','.join(map(str, layout))} has {len(layout)} dimensions, "
+                                f"{name} has {obj.ndim}")
+        layout = tuple(max(1, min(c, s)) for c, s in zip(layout, obj.shape))
+        plane = int(np.prod(layout[axis:]))
+        options = Karoo(mode=mode, predictor=predictor, time_axis=axis,
+                        lag=series_lag if series_lag <= plane else 0)
+        out = fout.create_dataset(name, shape=obj.shape, dtype=obj.dtype, chunks=layout,
+                                  maxshape=obj.maxshape, compression=options,
+                                  fillvalue=obj.fillvalue)
+        _copy_attrs(obj, out)
+        step = layout[0]
+        for start in range(0, obj.shape[0], step):
+            block = obj[start:start + step]
+            out[start:start + step] = block
+            bar.update(block.nbytes)
+
+    fin.visititems(visit)
+    bar.close()
+
+
 @main.command()
 @click.argument("src", type=click.Path(exists=True, dir_okay=False))
 @click.argument("dst", type=click.Path(dir_okay=False))
 @click.option("--archive", is_flag=True, help="Archive mode: smaller, several times slower.")
-@click.option("--chunks", help="Chunk shape for every rewritten dataset, e.g. 64,1,1024,4 "
-              "(default: each dataset's own chunks, or about 4 MiB along axis 0).")
+@click.option("--chunks", multiple=True, metavar="[DATASET=]SHAPE|auto",
+              help="Chunk shape, e.g. 64,1,1024,4: for one dataset (Data/visdata=64,1,1024,4), "
+              "for every dataset of its rank (a bare SHAPE), or 'auto' for the layout "
+              "'karoo bench' suggests. Repeatable. Default: each dataset's own chunks, or "
+              "about 4 MiB along axis 0.")
 @click.option("--predictor", type=click.Choice(list(PREDICTORS)), default="auto", show_default=True)
 @click.option("--time-axis", type=int, default=0, show_default=True)
 @click.option("--lag", type=int, default=0, show_default=True,
               help="Elements between successive samples of a series (0 derives it).")
 @click.option("--min-size", type=int, default=1024, show_default=True,
               help="Datasets smaller than this many bytes are copied as they are.")
+@click.option("--force", is_flag=True, help="Overwrite DST if it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def repack(src, dst, archive, chunks, predictor, time_axis, lag, min_size, quiet):
+def repack(src, dst, archive, chunks, predictor, time_axis, lag, min_size, force, quiet):
     """Rewrite SRC to DST with every numeric dataset compressed by karoo (other filters,
-    shuffle included, are dropped; attributes and groups are kept)."""
-    chunk_shape = _parse_chunks(chunks)
+    shuffle included, are dropped; attributes and groups are kept). DST is written under
+    a temporary name and renamed only when complete."""
+    rules = _parse_chunks(chunks)
     if os.path.abspath(src) == os.path.abspath(dst):
         raise click.BadParameter("DST must differ from SRC")
+    if os.path.exists(dst) and not force:
+        raise click.ClickException(f"karoo: {dst} exists; pass --force to overwrite it")
     mode = "archive" if archive else "fast"
-    with h5py.File(src, "r") as fin, h5py.File(dst, "w") as fout:
-        _copy_attrs(fin, fout)
-        found = _files.datasets(fin)
-        total_bytes = sum(_nbytes(d) for d in found)
-        bar = tqdm(total=total_bytes, desc="repack", unit="B", unit_scale=True, disable=quiet or None,
-                   leave=False, file=sys.stderr)
-
-        def visit(name, obj):
-            if isinstance(obj, h5py.Group):
-                _copy_attrs(obj, fout.require_group(name))
-                return
-            parent = fout.require_group(os.path.dirname(name) or "/")
-            if _nbytes(obj) < min_size or not _compressible(obj):
-                fin.copy(obj, parent, name=os.path.basename(name))
-                bar.update(_nbytes(obj))
-                return
-            layout = chunk_shape or obj.chunks or suggest_chunks(obj.shape, obj.dtype, time_axis)
-            if len(layout) != obj.ndim:
-                raise click.BadParameter(f"--chunks has {len(layout)} dimensions, {name} has {obj.ndim}")
-            layout = tuple(max(1, min(c, s)) for c, s in zip(layout, obj.shape))
-            axis = time_axis if time_axis < obj.ndim else 0
-            plane = int(np.prod(layout[axis:]))
-            options = Karoo(mode=mode, predictor=predictor, time_axis=axis,
-                            lag=lag if lag <= plane else 0)
-            out = fout.create_dataset(name, shape=obj.shape, dtype=obj.dtype, chunks=layout,
-                                      maxshape=obj.maxshape, compression=options,
-                                      fillvalue=obj.fillvalue)
-            _copy_attrs(obj, out)
-            step = layout[0]
-            for start in range(0, obj.shape[0], step):
-                block = obj[start:start + step]
-                out[start:start + step] = block
-                bar.update(block.nbytes)
-
-        fin.visititems(visit)
-        bar.close()
+    _register_hdf5plugin()
+    folder = os.path.dirname(os.path.abspath(dst))
+    handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(dst)}.", suffix=".partial")
+    os.close(handle)
+    try:
+        with h5py.File(src, "r") as fin:
+            _check_readable(fin)
+            with h5py.File(partial, "w") as fout:
+                _write_repacked(fin, fout, rules, mode, predictor, time_axis, lag, min_size, quiet)
+        os.replace(partial, dst)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
     if not quiet:
         click.echo(f"{src} ({os.path.getsize(src)} bytes) -> {dst} ({os.path.getsize(dst)} bytes)")
 
@@ -251,6 +359,21 @@ def _time_axis_and_lag(fin, dataset):
     return 0, 0
 
 
+def _suggestion(shape, dtype, chunks, time_axis, lag):
+    """The chunk layout bench suggests for a dataset of `shape` and `dtype` stored in
+    `chunks` (with `lag`, the UVH5 time-major lag for those chunks, or 0): (chunks, the
+    lag for them, the advice as text)."""
+    suggested = suggest_chunks(shape, dtype, time_axis)
+    if not lag:
+        return suggested, 0, "lag=0 (successive rows are successive times)"
+    row = int(np.prod(suggested[1:]))
+    nbls = lag // int(np.prod(chunks[1:]))
+    steps = max(1, suggested[0] // nbls)
+    suggested = (min(shape[0], steps * nbls),) + tuple(suggested[1:])
+    advice = f"lag={nbls * row} (Nbls={nbls} rows of {row} elements: UVH5 time-major blt axis)"
+    return suggested, nbls * row, advice
+
+
 def _bench_one(data, chunks, kw, path, repeats):
     writes, reads = [], []
     for _ in range(repeats):
@@ -280,7 +403,9 @@ def _bench_one(data, chunks, kw, path, repeats):
 def bench(targets, repeats, plot, max_bytes, quiet):
     """Time TARGETS (FILE or FILE:DATASET) through karoo fast and archive, Bitshuffle+LZ4,
     Zstd, Blosc2 and no filter: ratio (stored/raw), write and read speed, as a markdown
-    table; suggests a chunk shape and lag."""
+    table; suggests a chunk shape and lag, and times karoo in that layout too (apply it
+    with 'karoo repack --chunks auto'). A file with no dataset of 64 KiB or more is
+    benched whole."""
     rows, suggestions = [], []
     filters = _filters()
     with tempfile.TemporaryDirectory(prefix="karoo-bench-") as tmp:
@@ -291,47 +416,45 @@ def bench(targets, repeats, plot, max_bytes, quiet):
                 raise click.BadParameter(f"{file} does not exist", param_hint="TARGETS")
             with h5py.File(file, "r") as fin:
                 chosen = [fin[name]] if name else _files.datasets(fin)
+                if name is None:
+                    numeric = [d for d in chosen if _compressible(d)]
+                    large = [d for d in numeric if _nbytes(d) >= 64 << 10]
+                    chosen = large or numeric  # a small file: bench what it has
                 for dataset in chosen:
                     if not isinstance(dataset, h5py.Dataset):
                         raise click.BadParameter(f"{target} is not a dataset", param_hint="TARGETS")
                     nbytes = _nbytes(dataset)
-                    if name is None and (nbytes < 64 << 10 or not _compressible(dataset)):
-                        continue
                     if nbytes > max_bytes or not _compressible(dataset):
                         click.echo(f"skipping {file}:{dataset.name} ({nbytes} bytes, {dataset.dtype})", err=True)
                         continue
                     jobs.append((file, dataset.name, dataset[...], dataset.chunks, _time_axis_and_lag(fin, dataset)))
         if not jobs:
-            raise click.ClickException("no numeric datasets of 64 KiB or more to bench (name one as FILE:DATASET)")
-        with tqdm(total=len(jobs) * len(filters), desc="bench", disable=quiet or None, leave=False,
+            raise click.ClickException("no numeric datasets to bench (name one as FILE:DATASET)")
+        with tqdm(total=len(jobs) * (len(filters) + 2), desc="bench", disable=quiet or None, leave=False,
                   file=sys.stderr) as bar:
             for file, name, data, chunks, (time_axis, lag) in jobs:
                 chunks = chunks or suggest_chunks(data.shape, data.dtype, time_axis)
+                label_of = f"{os.path.basename(file)}:{name}"
                 mib = data.nbytes / 2**20
-                for label, kw in filters:
-                    if label.startswith("karoo") and lag:
-                        kw = {"compression": Karoo(mode=kw["compression"].options.mode, lag=lag)}
-                    stored, write, read = _bench_one(data, chunks, kw, os.path.join(tmp, "b.h5"), repeats)
-                    rows.append((f"{os.path.basename(file)}:{name}", label, stored / data.nbytes,
-                                 mib / write, mib / read))
+                suggested, suggested_lag, _ = _suggestion(data.shape, data.dtype, chunks, time_axis, lag)
+                runs = [(label, kw, chunks, lag) for label, kw in filters]
+                if tuple(suggested) != tuple(chunks):
+                    runs += [(f"{label} (suggested chunks)", kw, suggested, suggested_lag)
+                             for label, kw in filters if label.startswith("karoo")]
+                for label, kw, layout, series_lag in runs:
+                    if label.startswith("karoo") and series_lag:
+                        kw = {"compression": Karoo(mode=kw["compression"].options.mode, lag=series_lag)}
+                    stored, write, read = _bench_one(data, layout, kw, os.path.join(tmp, "b.h5"), repeats)
+                    rows.append((label_of, label, stored / data.nbytes, mib / write, mib / read))
                     bar.update(1)
-                suggestions.append((f"{os.path.basename(file)}:{name}", data.shape, data.dtype, chunks,
-                                    time_axis, lag))
+                suggestions.append((label_of, data.shape, data.dtype, chunks, time_axis, lag))
     click.echo("| dataset | filter | stored/raw | write MiB/s | read MiB/s |")
     click.echo("|---|---|---:|---:|---:|")
     for dataset, label, ratio, write, read in rows:
         click.echo(f"| {dataset} | {label} | {ratio:.4f} | {write:.0f} | {read:.0f} |")
     click.echo("")
     for dataset, shape, dtype, chunks, time_axis, lag in suggestions:
-        suggested = suggest_chunks(shape, dtype, time_axis)
-        if lag:
-            row = int(np.prod(suggested[1:]))
-            nbls = lag // int(np.prod(chunks[1:]))
-            steps = max(1, suggested[0] // nbls)
-            suggested = (min(shape[0], steps * nbls),) + tuple(suggested[1:])
-            advice = f"lag={nbls * row} (Nbls={nbls} rows of {row} elements: UVH5 time-major blt axis)"
-        else:
-            advice = "lag=0 (successive rows are successive times)"
+        suggested, _, advice = _suggestion(shape, dtype, chunks, time_axis, lag)
         click.echo(f"{dataset}: suggested chunks={suggested}, time_axis={time_axis}, {advice}")
     if plot:
         _plot(rows, plot)
@@ -344,20 +467,23 @@ def _plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    labels = sorted({r[1] for r in rows})
-    for label in labels:
-        points = [(r[4], r[2]) for r in rows if r[1] == label]
-        ax.scatter([p[0] for p in points], [p[1] for p in points], label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("read speed (MiB/s)")
-    ax.set_ylabel("stored / raw (lower is better)")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    labels = list(dict.fromkeys(r[1] for r in rows))
+    for ax, column, what in ((axes[0], 3, "write"), (axes[1], 4, "read")):
+        for label in labels:
+            points = [(r[column], r[2]) for r in rows if r[1] == label]
+            ax.scatter([p[0] for p in points], [p[1] for p in points], label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{what} speed (MiB/s, through h5py)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("stored / raw (lower is better)")
+    axes[1].legend(fontsize="small")
+    datasets = list(dict.fromkeys(r[0] for r in rows))
+    shown = ", ".join(datasets[:3]) + (f" and {len(datasets) - 3} more" if len(datasets) > 3 else "")
+    fig.suptitle(f"karoo bench: {shown}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The `karoo` command-line tool: verify, inspect, repack and bench, on generated files and
 on the shared UVH5 files (skipped when ../shared/data is absent)."""
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import karoo
+from karoo.cli import suggest_chunks
 from conftest import needs_shared, same_bits, shared_files, visibilities
 
 KAROO_BIN = pathlib.Path(sys.executable).with_name("karoo")
@@ -101,6 +103,98 @@ def test_repack_rewrites_with_karoo_and_keeps_everything(karoo_file, tmp_path):
         assert [p[0] for p in karoo._hdf5.pipeline(f["vis"])] == [52033]  # shuffle dropped
         assert list(f["names"][...]) == [b"a", b"bb"]
     assert run("verify", "-q", out).returncode == 0
+
+
+@pytest.fixture
+def plain_file(tmp_path):
+    """A small file without karoo: a 3-D and a 2-D dataset, a 1-D one."""
+    path = tmp_path / "plain.h5"
+    data = visibilities((32, 32, 4), "c8")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("vis", data=data, chunks=(8, 32, 4), compression="gzip")
+        f.create_dataset("grp/weights", data=np.arange(64 * 32, dtype="f4").reshape(64, 32), chunks=(8, 32))
+        f.create_dataset("grp/times", data=np.arange(512, dtype="f8"))
+    return path, data
+
+
+def test_repack_chunks_by_dataset_and_by_rank(plain_file, tmp_path):
+    src, data = plain_file
+    out = tmp_path / "out.h5"
+    run("repack", "-q", "--chunks", "vis=16,32,4", "--chunks", "32,16", "--chunks", "/grp/times=100", src, out)
+    with h5py.File(out, "r") as f:
+        assert f["vis"].chunks == (16, 32, 4) and same_bits(f["vis"][...], data)
+        assert f["grp/weights"].chunks == (32, 16)
+        assert f["grp/times"].chunks == (100,) and f["grp/times"][-1] == 511.0
+        assert all(karoo.Karoo.from_dataset(f[n]) for n in ("vis", "grp/weights", "grp/times"))
+
+
+def test_repack_chunks_auto_applies_the_suggestion_of_bench(plain_file, tmp_path):
+    src, _ = plain_file
+    out = tmp_path / "out.h5"
+    run("repack", "-q", "--chunks", "auto", src, out)
+    with h5py.File(out, "r") as f:
+        assert f["vis"].chunks == suggest_chunks((32, 32, 4), "c8")
+        assert f["grp/weights"].chunks == suggest_chunks((64, 32), "f4")
+
+
+def test_repack_refuses_to_overwrite_without_force(plain_file, tmp_path):
+    src, _ = plain_file
+    out = tmp_path / "out.h5"
+    out.write_bytes(b"keep me")
+    done = run("repack", "-q", src, out, check=False)
+    assert done.returncode == 1
+    assert done.stderr == f"Error: karoo: {out} exists; pass --force to overwrite it\n"
+    assert out.read_bytes() == b"keep me"
+    run("repack", "-q", "--force", src, out)
+    with h5py.File(out, "r") as f:
+        assert f["vis"].shape == (32, 32, 4)
+
+
+@pytest.mark.parametrize("chunks, message", [
+    ("vis=16,32", "Invalid value for '--chunks': /vis=16,32 has 2 dimensions, /vis has 3"),
+    ("16,x", "Invalid value for '--chunks': expected comma-separated integers or 'auto', got '16,x'"),
+    ("vis=0,32,4", "Invalid value for '--chunks': every chunk dimension must be at least 1, got '0,32,4'"),
+])
+def test_a_failed_repack_leaves_no_output(plain_file, tmp_path, chunks, message):
+    src, _ = plain_file
+    done = run("repack", "-q", "--chunks", chunks, src, tmp_path / "out.h5", check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == f"Error: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.h5"]
+
+
+def test_repack_reads_hdf5plugin_filters_and_names_those_it_cannot(tmp_path):
+    hdf5plugin = pytest.importorskip("hdf5plugin")
+    src = tmp_path / "zstd.h5"
+    data = visibilities((32, 16), "f4")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("d", data=data, chunks=(8, 16), **hdf5plugin.Zstd())
+    out = tmp_path / "out.h5"
+    run("repack", "-q", src, out)
+    with h5py.File(out, "r") as f:
+        assert same_bits(f["d"][...], data) and karoo.Karoo.from_dataset(f["d"])
+    # Without hdf5plugin the Zstd filter is missing: a clear error, no output.
+    code = "import sys; sys.modules['hdf5plugin'] = None; from karoo.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", code, "repack", "-q", str(src), str(tmp_path / "no.h5")],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "HDF5_PLUGIN_PATH": ""})
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "Error: karoo: cannot read these datasets, their filters are not available: /d: filter 32015 "
+        "(HDF5 zstd filter; see https://github.com/HDFGroup/hdf5_plugins/blob/master/docs/"
+        "RegisteredFilterPlugins.md); pip install hdf5plugin provides the common ones")
+    assert not (tmp_path / "no.h5").exists()
+
+
+def test_bench_times_the_suggested_layout_and_accepts_small_files(plain_file, tmp_path):
+    pytest.importorskip("hdf5plugin")
+    src, _ = plain_file
+    plot = tmp_path / "bench.png"
+    out = run("bench", "-q", "--repeats", "1", "--plot", plot, src).stdout
+    labels = [line.split(" | ")[:2] for line in out.splitlines() if line.startswith("| plain.h5")]
+    assert ["| plain.h5:/vis", "karoo fast (suggested chunks)"] in labels
+    assert ["| plain.h5:/vis", "karoo archive (suggested chunks)"] in labels
+    assert {name for name, _ in labels} == {"| plain.h5:/vis", "| plain.h5:/grp/weights", "| plain.h5:/grp/times"}
+    assert plot.stat().st_size > 1000
 
 
 def test_bench_prints_a_markdown_table_and_a_plot(karoo_file, tmp_path):
