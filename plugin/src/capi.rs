@@ -5,7 +5,9 @@
 //! (NUL-terminated, truncated to fit) in the caller's `err` buffer of `err_len` bytes.
 //! Nothing unwinds out: a panic becomes an error.
 
+use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
+use std::sync::OnceLock;
 
 use karoo::internals::{Header, Scales};
 use karoo::{Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap};
@@ -366,6 +368,57 @@ pub extern "C" fn karoo_kernels() -> *const c_char {
     }
 }
 
+/// The names of the codec's predictors (`kind` 0), residual maps (1) or coders (2), one
+/// `id name` line each in id order, NUL-terminated; null for any other `kind`. These
+/// are the names the Python package accepts (and stores in numcodecs and Zarr configs):
+/// it reads them here instead of repeating them.
+#[no_mangle]
+pub extern "C" fn karoo_names(kind: c_int) -> *const c_char {
+    static TABLES: OnceLock<[CString; 3]> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let lines = |rows: Vec<(u8, String)>| {
+            let text: String = rows
+                .iter()
+                .map(|(id, name)| format!("{id} {name}\n"))
+                .collect();
+            CString::new(text).expect("names have no NUL")
+        };
+        let mut predictors: Vec<Predictor> = Predictor::ALL.to_vec();
+        predictors.push(Predictor::Zero);
+        [
+            lines(predictors.into_iter().map(|p| (p.id(), p.name())).collect()),
+            lines(
+                ResidualMap::ALL
+                    .into_iter()
+                    .map(|m| (m.id(), map_name(m).into()))
+                    .collect(),
+            ),
+            lines(
+                Coder::ALL
+                    .into_iter()
+                    .map(|c| (c.id(), c.name().into()))
+                    .collect(),
+            ),
+        ]
+    });
+    match usize::try_from(kind).ok().and_then(|k| tables.get(k)) {
+        Some(table) => table.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// The name of residual map `map`, as `karoo_names` and `karoo_describe` give it.
+fn map_name(map: ResidualMap) -> &'static str {
+    match map {
+        ResidualMap::Xor => "xor",
+        ResidualMap::RotateSubtract => "rotate-subtract",
+        ResidualMap::Subtract => "subtract",
+        // A map added to the codec without a name here: the Python package's pinned
+        // names test fails on it.
+        _ => "?",
+    }
+}
+
 /// The crate version, NUL-terminated.
 #[no_mangle]
 pub extern "C" fn karoo_version() -> *const c_char {
@@ -466,12 +519,7 @@ fn coding_name(payload: &[u8]) -> String {
         return "empty".into();
     };
     let predictor = Predictor::from_id(u32::from(p & 0x7f)).map_or("?".into(), Predictor::name);
-    let map = match ResidualMap::from_id(u32::from(mc >> 4)) {
-        Some(ResidualMap::Xor) => "xor",
-        Some(ResidualMap::RotateSubtract) => "rotate-subtract",
-        Some(ResidualMap::Subtract) => "subtract",
-        _ => "?",
-    };
+    let map = ResidualMap::from_id(u32::from(mc >> 4)).map_or("?", map_name);
     let coder = Coder::from_id(u32::from(mc & 0x0f)).map_or("?", Coder::name);
     let spatial = if p & 0x80 != 0 { "+spatial" } else { "" };
     format!("{predictor}{spatial}/{map}/{coder}")

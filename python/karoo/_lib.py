@@ -77,6 +77,8 @@ def _load() -> ctypes.CDLL:
     lib.karoo_version.restype = ctypes.c_char_p
     lib.karoo_kernels.argtypes = []
     lib.karoo_kernels.restype = ctypes.c_char_p
+    lib.karoo_names.argtypes = [ctypes.c_int]
+    lib.karoo_names.restype = ctypes.c_char_p
     lib.karoo_filter_id.argtypes = []
     lib.karoo_filter_id.restype = ctypes.c_int
     lib.karoo_init_filter.argtypes = [ctypes.c_char_p]
@@ -159,6 +161,13 @@ def describe_raw(data, nbytes: int) -> str:
 def version() -> str:
     """Version of the karoo codec inside the plugin."""
     return lib.karoo_version().decode()
+
+
+def names(kind: str) -> dict[str, int]:
+    """The ids of the codec's ``"predictors"``, ``"maps"`` or ``"coders"`` by name, as the
+    library defines them."""
+    table = lib.karoo_names(("predictors", "maps", "coders").index(kind)).decode()
+    return {name: int(number) for number, name in (line.split(" ", 1) for line in table.splitlines())}
 
 
 def filter_id() -> int:

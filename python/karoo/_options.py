@@ -9,43 +9,17 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from . import _lib
+
 MODES = {"fast": 0, "archive": 1}
 
-PREDICTORS = {
-    "auto": 0,
-    "previous": 1,
-    "parallelogram": 2,
-    "lagrange3": 3,
-    "lagrange4": 4,
-    "mean2": 5,
-    "mean4": 6,
-    "mean8": 7,
-    "median3": 8,
-    "median5": 9,
-    "holt": 10,
-    "lorenzo": 11,
-    "none": 13,
-}
+# The names and ids come from the library (one definition, in the codec); "auto" (0) is
+# the options' own. They are stored in numcodecs and Zarr configs: tests pin them.
+PREDICTORS = {"auto": 0, **_lib.names("predictors")}
 
-RESIDUAL_MAPS = {"auto": 0, "xor": 1, "rotate-subtract": 2, "subtract": 3}
+RESIDUAL_MAPS = {"auto": 0, **_lib.names("maps")}
 
-CODERS = {
-    "auto": 0,
-    "lzbytes": 1,
-    "bitplane": 2,
-    "rice": 3,
-    "ctx-ans": 4,
-    "ctx-huffman": 5,
-    "dictionary": 6,
-    "patched": 7,
-    "shuffled-lz4": 8,
-    "shuffled-zstd": 9,
-    "float-fields": 10,
-    "banded-ans": 11,
-    "bitshuffled-lz4": 12,
-    "bitshuffled-zstd": 13,
-    "ctx-bitplanes": 14,
-}
+CODERS = {"auto": 0, **_lib.names("coders")}
 
 MAX_THREADS = 1024
 MAX_LEVEL = 9

@@ -42,6 +42,27 @@ def test_the_namespace_holds_the_api_and_the_submodules_only():
         assert not hasattr(karoo, leaked), leaked
 
 
+# The option names are stored in numcodecs and Zarr configs, in users' files, forever:
+# pinned here, so that renaming one in the codec (where the package reads them) fails.
+PINNED_NAMES = {
+    "PREDICTORS": {"auto": 0, "previous": 1, "parallelogram": 2, "lagrange3": 3, "lagrange4": 4,
+                   "mean2": 5, "mean4": 6, "mean8": 7, "median3": 8, "median5": 9, "holt": 10,
+                   "lorenzo": 11, "none": 13},
+    "RESIDUAL_MAPS": {"auto": 0, "xor": 1, "rotate-subtract": 2, "subtract": 3},
+    "CODERS": {"auto": 0, "lzbytes": 1, "bitplane": 2, "rice": 3, "ctx-ans": 4, "ctx-huffman": 5,
+               "dictionary": 6, "patched": 7, "shuffled-lz4": 8, "shuffled-zstd": 9,
+               "float-fields": 10, "banded-ans": 11, "bitshuffled-lz4": 12, "bitshuffled-zstd": 13,
+               "ctx-bitplanes": 14},
+}
+
+
+@pytest.mark.parametrize("table", sorted(PINNED_NAMES))
+def test_the_option_names_come_from_the_library_and_never_change(table):
+    assert getattr(karoo, table) == PINNED_NAMES[table]
+    kind = {"PREDICTORS": "predictors", "RESIDUAL_MAPS": "maps", "CODERS": "coders"}[table]
+    assert {"auto": 0, **karoo._lib.names(kind)} == PINNED_NAMES[table]
+
+
 @pytest.mark.parametrize("first", ["netCDF4", "h5netcdf"])
 def test_netcdf4_imported_first_still_binds_to_h5pys_hdf5(tmp_path, first):
     # netCDF4's wheel carries its own libhdf5; before, the plugin bound to whichever copy
