@@ -4,6 +4,9 @@ The library is not a Python extension module (Python loads it with ctypes, HDF5 
 dlopen), so the wheel does not depend on the Python version or ABI: it is tagged
 ``py3-none-<platform>``, as hdf5plugin's wheels are. Set CARGO_TARGET_DIR to build
 elsewhere than ./target, KAROO_CARGO_PROFILE to use another cargo profile than release.
+scripts/build_wheels.sh sets KAROO_PREBUILT_LIBRARY (a library built elsewhere, for
+example cross-compiled; cargo is then not run) and KAROO_WHEEL_PLATFORM (the wheel's
+platform tag, such as manylinux_2_17_aarch64).
 """
 
 import os
@@ -25,6 +28,12 @@ class BuildWithCargo(build_py):
 
     def run(self):
         super().run()
+        dest = os.path.join(self.build_lib, "karoo", "plugins")
+        os.makedirs(dest, exist_ok=True)
+        prebuilt = os.environ.get("KAROO_PREBUILT_LIBRARY")
+        if prebuilt:
+            shutil.copyfile(prebuilt, os.path.join(dest, LIBRARY))
+            return
         profile = os.environ.get("KAROO_CARGO_PROFILE", "release")
         cargo = os.environ.get("CARGO", "cargo")
         if shutil.which(cargo) is None:
@@ -33,8 +42,6 @@ class BuildWithCargo(build_py):
                        cwd=ROOT, check=True)
         target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
         built = os.path.join(target, "release" if profile == "release" else profile, LIBRARY)
-        dest = os.path.join(self.build_lib, "karoo", "plugins")
-        os.makedirs(dest, exist_ok=True)
         shutil.copyfile(built, os.path.join(dest, LIBRARY))
 
 
@@ -47,7 +54,7 @@ class PlatformWheel(bdist_wheel):
 
     def get_tag(self):
         _, _, platform = super().get_tag()
-        return "py3", "none", platform
+        return "py3", "none", os.environ.get("KAROO_WHEEL_PLATFORM", platform)
 
 
 class BinaryDistribution(Distribution):

@@ -38,7 +38,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 if ! "$VENV/bin/python" -c "import h5py, hdf5plugin, numpy, pytest, matplotlib, netCDF4, h5netcdf, \
-    pyuvdata, zarr, numcodecs, xarray, dask, distributed, click, tqdm" >/dev/null 2>&1; then
+    pyuvdata, zarr, numcodecs, xarray, dask, distributed, click, tqdm, xradio, casacore" >/dev/null 2>&1; then
   echo "setup: installing Python packages"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -r scripts/requirements.txt

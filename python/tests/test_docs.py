@@ -2,6 +2,7 @@
 blocks in order, each as a script of its own, in one empty directory (the files one block
 writes are there for the next), on the data the examples generate themselves."""
 
+import importlib.util
 import os
 import pathlib
 import re
@@ -25,11 +26,16 @@ def blocks(path):
 def run_block(code, folder, name):
     """Runs `code` as the script `name` in `folder`, as a user would: under mpirun with
     Debian's MPI-enabled Python for an example that says ``# mpirun -np N python3 ...``
-    (None, with the reason, where those are not installed), else in this environment."""
+    (None, with the reason, where those are not installed), else in this environment
+    (None where a package it imports is not installed here)."""
     (folder / name).write_text(code)
     env = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
     mpi = re.match(r"# mpirun -np (\d+) python3", code)
     if not mpi:
+        imported = re.findall(r"^(?:from|import) (\w+)", code, re.M)
+        missing = [m for m in imported if importlib.util.find_spec(m) is None]
+        if missing:
+            return None, f"{', '.join(missing)} not installed"
         return subprocess.run([sys.executable, name], cwd=folder, capture_output=True, text=True,
                               timeout=600, env=env), None
     found, reason = _mpi_python()
