@@ -19,8 +19,10 @@ takes the allocator out of the comparison and leaves the filters' own work and H
     ratio, write_mbs, read_mbs = time_filter("obs.npy", (16, 4096, 16), {"compression": 52033},
                                              repeats=3, folder="/dev/shm")
 
-The child process imports hdf5plugin (its filters) and karoo when installed (else karoo is
-found through HDF5_PLUGIN_PATH, which it inherits).
+The child process imports hdf5plugin (its filters). It finds karoo through
+HDF5_PLUGIN_PATH, which it inherits, where that is set (so the library timed is the one
+named there, not the installed package's, which may be another build); otherwise it
+imports the installed karoo package.
 """
 
 import json
@@ -60,10 +62,14 @@ def _measure(request):
     import hdf5plugin  # noqa: F401  (registers its filters)
     import numpy as np
 
-    try:
-        import karoo  # noqa: F401  (registers the filter with h5py's HDF5)
-    except ImportError:
-        pass
+    # With HDF5_PLUGIN_PATH set, HDF5 loads the plugin named there: that is the library
+    # timed (importing karoo would register the installed package's library instead,
+    # which may be another build).
+    if not os.environ.get("HDF5_PLUGIN_PATH"):
+        try:
+            import karoo  # noqa: F401  (registers the filter with h5py's HDF5)
+        except ImportError:
+            pass
     data = np.load(request["data"])
     chunks = tuple(request["chunks"])
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in request["kwargs"].items()}
