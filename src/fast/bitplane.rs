@@ -8,21 +8,9 @@
 //!
 //! # Format
 //!
-//! The coding of `n` words is the concatenation of `ceil(n / G)` group codings; the
-//! last group is padded with zero words to `G` words. With `v[i]` the group's `i`-th
-//! word (`0 <= i < G`), *plane* `p` (`0 <= p < G`) is the `G`-bit word whose bit `i` is
-//! bit `p` of `v[i]`. A group is coded as
-//!
-//! ```text
-//! [header: G bits] [plane p0] [plane p1] ... [plane pk-1]
-//! ```
-//!
-//! where bit `p` of the header is set iff plane `p` is non-zero (equivalently, iff bit
-//! `p` is set in some `v[i]`: the header is the bitwise OR of the group's words), and
-//! `p0 < p1 < ... < pk-1` are the header's set bits. Header and planes are `T::BYTES`
-//! bytes each, little-endian. A group takes `T::BYTES * (1 + popcount(header))` bytes,
-//! so an all-zero group is just its zero header and an incompressible one costs `1/G`
-//! extra. The coding of zero words is empty.
+//! The coding is specified in docs/format.md, "Coder 2: bit planes": per group of `G`
+//! words (the last padded with zeros) a `G`-bit header of the non-zero planes, then
+//! those planes in order, little-endian. This module writes and reads exactly that.
 //!
 //! The decoder accepts exactly what the encoder writes: it fails (never panics) on a
 //! truncated input, trailing bytes, a header bit whose plane word is zero, or padding

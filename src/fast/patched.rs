@@ -11,27 +11,10 @@
 //!
 //! # Format
 //!
-//! The coding of `n` values is the concatenation of `ceil(n / 32)` group codings (the
-//! last group holds the `m = n - 32 * (ceil(n / 32) - 1)` remaining values; an empty
-//! input codes to no bytes at all). A group of `m` values is, in bytes:
-//!
-//! ```text
-//! [H] [E]? [low bits: ceil(m * b / 8) bytes] [positions]? [high parts]?
-//! ```
-//!
-//! * `H`: bits 0-6 hold `b`, `0 <= b <= T::BITS`; bit 7 is set when the group has
-//!   exceptions (then `E`, the positions and the high parts follow).
-//! * `E`: bits 0-6 hold `e`, `1 <= e <= T::BITS - b`, the width of the exceptions'
-//!   high parts; bit 7 is set when their positions are a list rather than a bitmap.
-//! * Bit fields are packed least significant bit first (bit `j` of a field is bit
-//!   `j % 8` of its byte `j / 8`), each field zero-padded to whole bytes.
-//! * Low bits: the low `b` bits of value `i` at bits `i * b ..`.
-//! * Positions, a list: 3 bits `k` (`k >= 1`), then `k` positions of 5 bits, strictly
-//!   increasing and below `m` (`ceil((3 + 5 * k) / 8)` bytes); or a bitmap: `m` bits,
-//!   bit `i` set for an exception at value `i`, at least one set (`ceil(m / 8)` bytes).
-//! * High parts: for each of the `k` exceptions in position order, an `e`-bit field
-//!   `h != 0` at bits `j * e ..`: the value is `low | h << b`. The largest `h` has
-//!   exactly `e` bits.
+//! The coding is specified in docs/format.md, "Coder 7: patched packing": per group of
+//! [`GROUP`] = 32 values a header byte with the width `b` (and an exception flag), the
+//! low bits at that width, then the exceptions' positions (a list or a bitmap) and high
+//! parts. This module writes and reads exactly that; what follows is how it does so.
 //!
 //! Low bits and high parts are both fixed-width fields, unpacked by the same loop (one
 //! copy per width). The encoder writes a list when it takes fewer bytes than the

@@ -6,24 +6,11 @@
 //!
 //! # Format
 //!
-//! The bit stream is packed least significant bit first: bit `i` of the stream is bit
-//! `i % 8` of byte `i / 8` (equivalently, bits fill little-endian `u64` words from the
-//! bottom). A field of `n` bits holding `x` occupies the next `n` stream bits, its least
-//! significant bit first. The last byte is zero-padded and the stream is whole bytes.
-//!
-//! The values are coded in groups of [`GROUP`] = 32 (the last group may be shorter; an
-//! empty input codes to no bytes at all). Each group starts with a 6-bit header `h`:
-//!
-//! * `h = 63`: every value of the group is zero; nothing else is written for the group.
-//! * `h = R`, where `R = min(T::BITS, 62)` (`T::BITS` for 8-, 16- and 32-bit words,
-//!   62 for 64-bit words, since 64 does not fit the header): raw; each value follows
-//!   as a `T::BITS`-bit field.
-//! * `h = k < R`: Rice coding with parameter `k`; each value `v` follows as
-//!   * `q = v >> k` zero bits, a one bit (so the reader's `trailing_zeros` gives `q`),
-//!     then the `k` low bits of `v`, when `q < 16`;
-//!   * otherwise (the escape) 16 zero bits, a one bit, then `v` as a `T::BITS`-bit
-//!     field, so no value costs more than `17 + T::BITS` bits.
-//! * any other `h` is invalid.
+//! The stream is specified in docs/format.md, "Coder 3: Rice": groups of [`GROUP`] = 32
+//! values in one least-significant-bit-first stream, each behind a 6-bit header `h`
+//! (63: all zero; `R = min(T::BITS, 62)`: raw; `k < R`: Rice coding with parameter `k`
+//! and an escape for long quotients). This module writes and reads exactly that; what
+//! follows is how the encoder chooses.
 //!
 //! The encoder picks each group's header to make the group small, deterministically
 //! (the same values give the same bytes on every platform). An all-zero group gets
