@@ -33,8 +33,8 @@ pub const ARCHIVE_MIN_SPLIT_WORDS: usize = 1 << 16;
 
 /// Fewest words per row for which fast mode cuts a chunk finer than
 /// [`TARGET_TILE_WORDS`]: shorter rows would cut it into bands of rows, which decode
-/// row by row instead of a plane at a time (2.8x slower for rows of 8 words, as fast
-/// for rows of 32).
+/// row by row instead of a plane at a time (much slower for rows of 8 words, as fast
+/// from rows of 32).
 pub const FAST_MIN_SPLIT_LAG: usize = 32;
 
 /// The words per tile fast mode aims at for a chunk of `words` words in rows of `lag`

@@ -75,9 +75,9 @@ pub const AUTO_PREDICTORS: [Predictor; 4] = [
 /// The coder used when none is requested.
 pub const DEFAULT_CODER: Coder = Coder::Patched;
 
-/// Predictors archive mode's `auto` chooses from: all but the medians, which never
-/// gained more than 0.8% over the means in the measurements (docs/compression.md) and decode at
-/// half their speed, plus none (with a spatial head: purely spatial prediction).
+/// Predictors archive mode's `auto` chooses from: all but the medians, which gained
+/// little over the means in the measurements (docs/compression.md) and decode at half
+/// their speed, plus none (with a spatial head: purely spatial prediction).
 pub fn archive_predictors() -> Vec<Predictor> {
     (Predictor::ALL.into_iter())
         .filter(|p| !matches!(p, Predictor::Median(_)))

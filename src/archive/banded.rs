@@ -25,15 +25,15 @@ use crate::stream_error::StreamError;
 use crate::word::Word;
 
 /// Fewest residuals of a tile that the tile encoder codes banded: below, the states of
-/// 16 bands (56 bytes more than coder 4's two) cost more than about 0.15% of a typical
-/// coding. Tiles of 2^14 to 2^15 residuals (small chunks, such as 8 time steps of a
-/// HERA file) then decode about twice as fast as with coder 4 for at most that.
+/// 16 bands (56 bytes more than coder 4's two) weigh on the coding more than the faster
+/// decoding is worth; from here on small chunks (a few time steps of a HERA file)
+/// decode much faster than with coder 4 for a negligible cost in size.
 pub const MIN_RESIDUALS: usize = 1 << 14;
 /// Fewest residuals of a tile coded in 32 bands where its rows allow (fewer get at most
 /// 16): as few as any tile the tile encoder codes banded. Two registers of the vector
-/// kernel follow two chains of table lookups at once, which decodes tiles of 2^14 to
-/// 2^16 residuals 1.15x to 1.25x as fast as one register of 16 bands, for 64 bytes more
-/// of states (0.1% to 0.15% of such a tile's coding).
+/// kernel follow two chains of table lookups at once, which decodes such tiles faster
+/// than one register of 16 bands, for 64 bytes more of states (docs/benchmarks.md has
+/// the measurements).
 const MIN_RESIDUALS_32: usize = MIN_RESIDUALS;
 
 /// Kind byte: coder 4's bit-length tokens.

@@ -7,7 +7,7 @@
 //! (8 bits each) and a 6-bit quantised count `q` per token in between, 0 for an absent
 //! token: the count is about `2^((q - 1) / 3)`. Encoder and decoder derive the
 //! frequencies from the quantised counts alone (`weight` and [`rans::normalize`]), so
-//! they agree bit for bit; quantising costs well under 1% of the token bits.
+//! they agree bit for bit; quantising costs a small fraction of the token bits.
 //!
 //! Decoding is one dependency chain per rANS state, so it is written for latency: each
 //! table becomes a [`DecodeTable`] (slot to symbol, symbol to frequency range; kept

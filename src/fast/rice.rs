@@ -24,7 +24,7 @@
 //! `ceil((6 * ceil(n / 32) + n * T::BITS) / 8)` bytes. (The average bit length,
 //! unlike the mean, is barely moved by a rare huge outlier, which the escape then
 //! codes at a bounded cost.) Over geometric residuals the size is that of the best
-//! header per group; over sparse or mixed data within 2% of it.
+//! header per group; over sparse or mixed data close to it.
 //!
 //! The decoder accepts any valid choice of parameters (it does not re-derive them), but
 //! rejects an invalid header, a unary run of more than 16 zeros, a stream that ends
