@@ -49,7 +49,6 @@ pub use element_type::{ElementType, TypeKind};
 pub use error::{Error, Result};
 pub use format::MAX_RANK;
 pub use params::{ElementKind, Mode, Params, MAX_LEVEL, MAX_THREADS};
-pub use pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
 
@@ -64,6 +63,12 @@ pub fn kernels() -> &'static str {
         (_, isa::Level::Portable) if isa::avx2_kernels() => "avx2",
         _ => "portable",
     }
+}
+
+/// The codec's worker threads: how many a call uses, the environment variable that caps
+/// them, and the most thread pools a process keeps.
+pub mod threads {
+    pub use crate::pool::{effective_threads, MAX_POOLS, THREADS_VARIABLE};
 }
 
 /// The codec's inner parts, for its own benches, fuzz targets and tests (the

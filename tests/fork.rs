@@ -49,7 +49,7 @@ fn wait_for(pid: libc::pid_t, deadline: Duration) -> Option<libc::c_int> {
 #[test]
 fn a_child_forked_after_multithreaded_coding_codes_on_several_threads() {
     let threads = 4;
-    if karoo::effective_threads(threads) < 2 {
+    if karoo::threads::effective_threads(threads) < 2 {
         eprintln!("one core only: no thread pool to inherit, nothing to test");
         return;
     }

@@ -108,7 +108,7 @@ fn many_thread_counts_do_not_accumulate_threads() {
         assert_eq!(decompress_with(&packed, u64::MAX, threads).unwrap(), data);
     }
     let Some(a) = before else { return };
-    let bound = a + karoo::MAX_POOLS as u64 * cores;
+    let bound = a + karoo::threads::MAX_POOLS as u64 * cores;
     // Threads of dropped pools exit asynchronously: give them a moment.
     let mut after = proc_status("Threads:").unwrap_or(0);
     for _ in 0..40 {

@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use karoo::{compress, decompress_with, effective_threads, Params, THREADS_VARIABLE};
+use karoo::threads::{effective_threads, THREADS_VARIABLE};
+use karoo::{compress, decompress_with, Params};
 
 /// Set (to a report file's path) in the child process only.
 const CHILD: &str = "KAROO_TEST_THREAD_VARIABLE_REPORT";
