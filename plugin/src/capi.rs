@@ -390,7 +390,7 @@ pub extern "C" fn karoo_names(kind: c_int) -> *const c_char {
             lines(
                 ResidualMap::ALL
                     .into_iter()
-                    .map(|m| (m.id(), map_name(m).into()))
+                    .map(|m| (m.id(), m.name().into()))
                     .collect(),
             ),
             lines(
@@ -404,18 +404,6 @@ pub extern "C" fn karoo_names(kind: c_int) -> *const c_char {
     match usize::try_from(kind).ok().and_then(|k| tables.get(k)) {
         Some(table) => table.as_ptr(),
         None => std::ptr::null(),
-    }
-}
-
-/// The name of residual map `map`, as `karoo_names` and `karoo_describe` give it.
-fn map_name(map: ResidualMap) -> &'static str {
-    match map {
-        ResidualMap::Xor => "xor",
-        ResidualMap::RotateSubtract => "rotate-subtract",
-        ResidualMap::Subtract => "subtract",
-        // A map added to the codec without a name here: the Python package's pinned
-        // names test fails on it.
-        _ => "?",
     }
 }
 
@@ -519,7 +507,7 @@ fn coding_name(payload: &[u8]) -> String {
         return "empty".into();
     };
     let predictor = Predictor::from_id(u32::from(p & 0x7f)).map_or("?".into(), Predictor::name);
-    let map = ResidualMap::from_id(u32::from(mc >> 4)).map_or("?", map_name);
+    let map = ResidualMap::from_id(u32::from(mc >> 4)).map_or("?", ResidualMap::name);
     let coder = Coder::from_id(u32::from(mc & 0x0f)).map_or("?", Coder::name);
     let spatial = if p & 0x80 != 0 { "+spatial" } else { "" };
     format!("{predictor}{spatial}/{map}/{coder}")

@@ -37,6 +37,15 @@ impl ResidualMap {
         }
     }
 
+    /// A short name for tables and messages (the Python package's option name).
+    pub fn name(self) -> &'static str {
+        match self {
+            ResidualMap::Xor => "xor",
+            ResidualMap::RotateSubtract => "rotate-subtract",
+            ResidualMap::Subtract => "subtract",
+        }
+    }
+
     /// The map with id `id`.
     pub fn from_id(id: u32) -> Option<ResidualMap> {
         ResidualMap::ALL
