@@ -14,15 +14,12 @@ import warnings as _warnings
 from collections import namedtuple as _namedtuple
 
 from ._array import Chunk, compress, decompress, describe
-from ._lib import LIBRARY_PATH, PLUGIN_PATH, KarooError
-from ._lib import filter_id as _filter_id
+from ._lib import FILTER_ID, LIBRARY_PATH, PLUGIN_PATH, KarooError
 from ._lib import version as _codec_version
 from ._options import CODERS, MODES, PREDICTORS, RESIDUAL_MAPS
 
 __version__ = _codec_version()
 
-FILTER_ID = _filter_id()
-"""karoo's registered HDF5 filter id (52033), as the plugin defines it."""
 
 __all__ = [
     "CODERS",

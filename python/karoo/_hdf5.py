@@ -9,8 +9,7 @@ import h5py
 from . import _lib
 from ._options import Options
 
-FILTER_ID = _lib.filter_id()
-"""karoo's registered HDF5 filter id (52033), as the plugin defines it."""
+FILTER_ID = _lib.FILTER_ID
 
 SHUFFLE_IDS = {2: "shuffle", 32008: "bitshuffle"}
 """Filters that move each value's bytes or bits apart, so karoo no longer sees numbers."""

@@ -170,9 +170,8 @@ def names(kind: str) -> dict[str, int]:
     return {name: int(number) for number, name in (line.split(" ", 1) for line in table.splitlines())}
 
 
-def filter_id() -> int:
-    """karoo's HDF5 filter id, as the plugin registers it."""
-    return lib.karoo_filter_id()
+FILTER_ID = lib.karoo_filter_id()
+"""karoo's registered HDF5 filter id (52033), as the plugin defines it."""
 
 
 def kernels() -> str:
