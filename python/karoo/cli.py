@@ -150,7 +150,8 @@ def _parse_chunks(values):
 
 
 def _chunks_for(dataset, rules):
-    """The chunk layout `rules` give `dataset`: a shape, "auto", or None (its own)."""
+    """The chunk layout `rules` give `dataset`: a shape of its rank, "auto", or None (its
+    own)."""
     by_name, by_rank, default = rules
     name = "/" + dataset.name.strip("/")
     if name in by_name:
@@ -205,7 +206,7 @@ def _register_hdf5plugin():
     return True
 
 
-def _check_readable(fin):
+def _check_readable(fin, have_hdf5plugin):
     problems = []
     for dataset in _files.datasets(fin):
         missing = _unreadable_filters(dataset)
@@ -213,7 +214,7 @@ def _check_readable(fin):
             names = ", ".join(f"filter {filter_id} ({name})" for filter_id, name in missing)
             problems.append(f"{dataset.name}: {names}")
     if problems:
-        hint = "" if _register_hdf5plugin() else "; pip install hdf5plugin provides the common ones"
+        hint = "" if have_hdf5plugin else "; pip install hdf5plugin provides the common ones"
         raise click.ClickException("karoo: cannot read these datasets, their filters are not "
                                    "available: " + "; ".join(problems) + hint)
 
@@ -245,9 +246,6 @@ def _write_repacked(fin, fout, rules, mode, predictor, time_axis, lag, min_size,
             series_lag = lag or suggested_lag
         elif layout is None:
             layout = obj.chunks or suggest_chunks(obj.shape, obj.dtype, axis)
-        elif len(layout) != obj.ndim:
-            raise _chunks_error(f"{','.join(map(str, layout))} has {len(layout)} dimensions, "
-                                f"{name} has {obj.ndim}")
         layout = tuple(max(1, min(c, s)) for c, s in zip(layout, obj.shape))
         plane = int(np.prod(layout[axis:]))
         options = Karoo(mode=mode, predictor=predictor, time_axis=axis,
@@ -293,13 +291,13 @@ def repack(src, dst, archive, chunks, predictor, time_axis, lag, min_size, force
     if os.path.exists(dst) and not force:
         raise click.ClickException(f"karoo: {dst} exists; pass --force to overwrite it")
     mode = "archive" if archive else "fast"
-    _register_hdf5plugin()
+    have_hdf5plugin = _register_hdf5plugin()
     folder = os.path.dirname(os.path.abspath(dst))
     handle, partial = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(dst)}.", suffix=".partial")
     os.close(handle)
     try:
         with h5py.File(src, "r") as fin:
-            _check_readable(fin)
+            _check_readable(fin, have_hdf5plugin)
             with h5py.File(partial, "w") as fout:
                 _write_repacked(fin, fout, rules, mode, predictor, time_axis, lag, min_size, quiet)
         os.replace(partial, dst)
@@ -430,31 +428,33 @@ def bench(targets, repeats, plot, max_bytes, quiet):
                     jobs.append((file, dataset.name, dataset[...], dataset.chunks, _time_axis_and_lag(fin, dataset)))
         if not jobs:
             raise click.ClickException("no numeric datasets to bench (name one as FILE:DATASET)")
-        with tqdm(total=len(jobs) * (len(filters) + 2), desc="bench", disable=quiet or None, leave=False,
-                  file=sys.stderr) as bar:
-            for file, name, data, chunks, (time_axis, lag) in jobs:
-                chunks = chunks or suggest_chunks(data.shape, data.dtype, time_axis)
-                label_of = f"{os.path.basename(file)}:{name}"
+        plans = []
+        for file, name, data, chunks, (time_axis, lag) in jobs:
+            chunks = chunks or suggest_chunks(data.shape, data.dtype, time_axis)
+            suggested, suggested_lag, advice = _suggestion(data.shape, data.dtype, chunks, time_axis, lag)
+            runs = [(label, kw, chunks, lag) for label, kw in filters]
+            if tuple(suggested) != tuple(chunks):
+                runs += [(f"{label} (suggested chunks)", kw, suggested, suggested_lag)
+                         for label, kw in filters if label.startswith("karoo")]
+            label_of = f"{os.path.basename(file)}:{name}"
+            plans.append((label_of, data, runs))
+            suggestions.append((label_of, suggested, time_axis, advice))
+        with tqdm(total=sum(len(plan[-1]) for plan in plans), desc="bench", disable=quiet or None,
+                  leave=False, file=sys.stderr) as bar:
+            for label_of, data, runs in plans:
                 mib = data.nbytes / 2**20
-                suggested, suggested_lag, _ = _suggestion(data.shape, data.dtype, chunks, time_axis, lag)
-                runs = [(label, kw, chunks, lag) for label, kw in filters]
-                if tuple(suggested) != tuple(chunks):
-                    runs += [(f"{label} (suggested chunks)", kw, suggested, suggested_lag)
-                             for label, kw in filters if label.startswith("karoo")]
                 for label, kw, layout, series_lag in runs:
                     if label.startswith("karoo") and series_lag:
                         kw = {"compression": Karoo(mode=kw["compression"].options.mode, lag=series_lag)}
                     stored, write, read = _bench_one(data, layout, kw, os.path.join(tmp, "b.h5"), repeats)
                     rows.append((label_of, label, stored / data.nbytes, mib / write, mib / read))
                     bar.update(1)
-                suggestions.append((label_of, data.shape, data.dtype, chunks, time_axis, lag))
     click.echo("| dataset | filter | stored/raw | write MiB/s | read MiB/s |")
     click.echo("|---|---|---:|---:|---:|")
     for dataset, label, ratio, write, read in rows:
         click.echo(f"| {dataset} | {label} | {ratio:.4f} | {write:.0f} | {read:.0f} |")
     click.echo("")
-    for dataset, shape, dtype, chunks, time_axis, lag in suggestions:
-        suggested, _, advice = _suggestion(shape, dtype, chunks, time_axis, lag)
+    for dataset, suggested, time_axis, advice in suggestions:
         click.echo(f"{dataset}: suggested chunks={suggested}, time_axis={time_axis}, {advice}")
     if plot:
         _plot(rows, plot)
