@@ -10,9 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_scaleout import _mpi_python
-
-import karoo
+from test_scaleout import _mpi_env, _mpi_python
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -42,15 +40,8 @@ def run_block(code, folder, name):
     if found is None:
         return None, reason
     mpirun, python = found
-    shim = folder / "mpi-path"  # only the karoo package: numpy, h5py and mpi4py are Debian's
-    shim.mkdir(exist_ok=True)
-    if not (shim / "karoo").exists():
-        (shim / "karoo").symlink_to(pathlib.Path(karoo.__file__).parent)
-    env.pop("PYTHONHOME", None)
-    env.update(PYTHONPATH=str(shim), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader,tcp")
     return subprocess.run([mpirun, "-np", mpi.group(1), python, name], cwd=folder, capture_output=True,
-                          text=True, timeout=600, env=env), None
+                          text=True, timeout=600, env=_mpi_env(folder / "mpi-path")), None
 
 
 @pytest.mark.parametrize("doc", [d for d in DOCS if blocks(d)], ids=lambda d: d.name)

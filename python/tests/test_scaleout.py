@@ -184,20 +184,27 @@ def _mpi_python():
     return (mpirun, python), None
 
 
+def _mpi_env(shim):
+    """The environment for Debian's MPI Python under mpirun: only the karoo package on the
+    path (in the folder `shim`; numpy, h5py and mpi4py are Debian's), root and
+    oversubscription allowed, no HDF5_PLUGIN_PATH."""
+    shim.mkdir(exist_ok=True)
+    if not (shim / "karoo").exists():
+        (shim / "karoo").symlink_to(pathlib.Path(karoo.__file__).parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_PLUGIN_PATH", "PYTHONHOME")}
+    env.update(PYTHONPATH=str(shim), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader,tcp")
+    return env
+
+
 def test_mpirun_np2_collective_write_of_a_karoo_dataset(tmp_path):
     found, reason = _mpi_python()
     if found is None:
         pytest.skip(reason)
     mpirun, python = found
-    # Only the karoo package on the path: numpy, h5py and mpi4py are Debian's.
-    shim = tmp_path / "path"
-    shim.mkdir()
-    (shim / "karoo").symlink_to(pathlib.Path(karoo.__file__).parent)
     script = tmp_path / "mpi_write.py"
     script.write_text(MPI_SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_PLUGIN_PATH", "PYTHONHOME")}
-    env.update(PYTHONPATH=str(shim), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader,tcp")
+    env = _mpi_env(tmp_path / "path")
     done = subprocess.run([mpirun, "-np", "2", python, str(script), str(tmp_path / "mpi.h5")],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
