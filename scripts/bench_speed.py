@@ -224,6 +224,80 @@ def h5py_table(emit, quick, rounds):
                          f"| {w / ref_w:.2f} | {r / ref_r:.2f} |")
 
 
+def geomean(values):
+    """Geometric mean of positive numbers."""
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def level_table(emit, quick, rounds):
+    """Table 3: every effort level of both modes, one thread, on every workload, each level
+    timed in the same interleaved rounds as its peer (fast mode: Blosc2 bitshuffle+LZ4 5;
+    archive mode: pcodec 8); geometric means over the workloads."""
+    import karoo
+
+    named = codecs()
+    peers = {"fast": "blosc2 bitshuffle+lz4 5", "archive": "pcodec 8"}
+    # The levels that code differently: 1 to 3 alike, 0 (the default) and 4 to 8 alike, 9.
+    tiers = ((1, "1-3"), (0, "0 (default), 4-8"), (9, "9"))
+    levels = [(mode, level) for mode in ("fast", "archive") for level, _ in tiers]
+    tier_name = dict(tiers)
+
+    def karoo_level(mode, level):
+        def pack(words):
+            return karoo.compress(words, mode=mode, level=level, threads=1)
+
+        def unpack(packed):
+            return karoo.decompress(packed, threads=1)
+
+        return as_words, pack, unpack
+
+    runs = {f"karoo {mode} {level}": karoo_level(mode, level) for mode, level in levels}
+    runs.update({name: named[name] for name in peers.values()})
+    per_run = {name: {"ratio": [], "pack": [], "unpack": []} for name in runs}
+    chunks = workloads(quick)
+    for title, chunk in chunks:
+        inputs = {name: np.ascontiguousarray(prepare(chunk)) for name, (prepare, _, _) in runs.items()}
+        times = {name: [float("inf"), float("inf")] for name in runs}
+        sizes = {}
+        for _ in range(rounds):
+            for name, (_, pack, unpack) in runs.items():
+                start = time.perf_counter()
+                packed = pack(inputs[name])
+                mid = time.perf_counter()
+                decoded = unpack(packed)
+                end = time.perf_counter()
+                times[name] = [min(times[name][0], mid - start), min(times[name][1], end - mid)]
+                if name not in sizes:
+                    if not exact(inputs[name], decoded):
+                        raise RuntimeError(f"{name} is not bit-exact on {title}")
+                    sizes[name] = packed_len(packed)
+        for name in runs:
+            per_run[name]["ratio"].append(sizes[name] / chunk.nbytes)
+            per_run[name]["pack"].append(chunk.nbytes / times[name][0] / 1e6)
+            per_run[name]["unpack"].append(chunk.nbytes / times[name][1] / 1e6)
+    emit()
+    emit("## Effort levels, one thread")
+    emit()
+    emit(f"Every level of both modes on the {len(chunks)} workloads of the first table (levels 1 to 3 code "
+         "alike, as do 0 and 4 to 8), one call a round, best of "
+         f"{rounds} interleaved rounds (every level and its peer once a round); geometric means over the "
+         "workloads of stored/raw and MB/s, and of each workload's figures as a multiple of the peer's in "
+         "the same rounds (fast mode: Blosc2 bitshuffle+LZ4 5; archive mode: pcodec 8).")
+    emit()
+    emit("| codec | level | stored/raw | compress MB/s | decompress MB/s | compress vs peer | decompress vs peer "
+         "| stored/raw vs peer |")
+    emit("|---|---|---|---|---|---|---|---|")
+    for mode, level in levels:
+        mine, peer = per_run[f"karoo {mode} {level}"], per_run[peers[mode]]
+        vs = {key: geomean(np.array(mine[key]) / np.array(peer[key])) for key in mine}
+        emit(f"| karoo {mode} | {tier_name[level]} | {geomean(mine['ratio']):.4f} | {geomean(mine['pack']):.0f} "
+             f"| {geomean(mine['unpack']):.0f} | {vs['pack']:.2f}x | {vs['unpack']:.2f}x | {vs['ratio']:.3f} |")
+    for name in peers.values():
+        mine = per_run[name]
+        emit(f"| {name} | | {geomean(mine['ratio']):.4f} | {geomean(mine['pack']):.0f} "
+             f"| {geomean(mine['unpack']):.0f} | 1.00x | 1.00x | 1.000 |")
+
+
 def doc_section(isa):
     """The section of docs/benchmarks.md for the tables measured on a CPU whose widest vector
     instructions are `isa` (bench_doc.vector_isa())."""
@@ -235,12 +309,19 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the best of each is kept")
     parser.add_argument("--doc", action="store_true", help="write the tables into docs/benchmarks.md")
+    parser.add_argument("--levels", action="store_true",
+                        help="also the table of every effort level (rounds: --level-rounds)")
+    parser.add_argument("--level-rounds", type=int, default=3, help="interleaved rounds of the level table")
+    parser.add_argument("--only-levels", action="store_true", help="the level table alone")
     args = parser.parse_args()
     command = "python scripts/bench_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     section = doc_section(bench_doc.vector_isa())
     with bench_doc.capture(section, command.strip(), enabled=args.doc):
-        codec_table(print, args.quick, args.rounds)
-        h5py_table(print, args.quick, args.rounds)
+        if not args.only_levels:
+            codec_table(print, args.quick, args.rounds)
+            h5py_table(print, args.quick, args.rounds)
+        if args.levels or args.only_levels:
+            level_table(print, args.quick, args.level_rounds)
 
 
 if __name__ == "__main__":

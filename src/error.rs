@@ -18,6 +18,10 @@ pub enum Error {
     /// The chunk was written by a newer, incompatible format version.
     #[error("karoo: unsupported chunk format version {0} (this build reads versions up to {1})")]
     UnsupportedVersion(u8, u8),
+    /// The chunk uses a value (flag, id, element kind) this build does not know, which a
+    /// later format revision may give a meaning: the chunk may be valid, for a newer karoo.
+    #[error("karoo: unsupported chunk: {0} (written by a later karoo?)")]
+    Unsupported(String),
     /// The chunk header does not match its checksum.
     #[error("karoo: corrupt chunk: header checksum mismatch")]
     HeaderChecksum,
@@ -52,10 +56,15 @@ pub enum Error {
 
 impl Error {
     /// The error for block `index`, whose coding has the inconsistency `reason`.
+    /// An unknown id in the block is [`Error::Unsupported`]; anything else is
+    /// [`Error::CorruptBlock`].
     pub(crate) fn corrupt_block(index: usize, reason: StreamError) -> Error {
-        Error::CorruptBlock {
-            index,
-            reason: reason.to_string(),
+        match reason {
+            StreamError::UnknownId { .. } => Error::Unsupported(format!("block {index}: {reason}")),
+            _ => Error::CorruptBlock {
+                index,
+                reason: reason.to_string(),
+            },
         }
     }
 }

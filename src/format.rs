@@ -1,6 +1,6 @@
 //! The self-describing chunk format: header layout, writing and validated parsing. The
-//! format is specified in docs/format.md ("Chunk header"); encoders write version 3 and
-//! decoders read versions 1 to 3.
+//! format is specified in docs/format.md ("Chunk header", "Brief chunks"); encoders
+//! write versions 3 and 4, decoders read versions 1 to 4.
 //!
 //! The tile payloads follow the header (and the scale section), in tile order; each
 //! starts with the predictor, residual map and coder it was coded with (see `tile`).
@@ -23,8 +23,11 @@ pub const VERSION: u8 = 3;
 /// only, still read.
 pub const VERSION_COMPACT: u8 = 2;
 /// Format version of brief chunks: stored, or coded whole by a general-purpose pipeline
-/// (see [`write_brief`]); the highest version decoders read.
+/// (docs/format.md, "Brief chunks"); the highest version decoders read.
 pub const VERSION_BRIEF: u8 = 4;
+/// Bit 3 of a brief chunk's pipeline byte: no rank byte follows, the header records the
+/// decoded size instead of the shape.
+pub const BRIEF_UNSHAPED: u8 = 8;
 /// The format version with the fixed-width header, still read.
 pub const VERSION_FIXED: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
@@ -198,7 +201,7 @@ impl Header {
             VERSION => {
                 let byte = r.u8()?;
                 header.element = ElementType::from_byte(byte).ok_or_else(|| {
-                    Error::CorruptHeader(format!("unknown element type {byte:#04x}"))
+                    Error::Unsupported(format!("unknown element type {byte:#04x}"))
                 })?;
                 header.parse_compact(&mut r, rank).map(|()| true)?
             }
@@ -231,10 +234,21 @@ impl Header {
         let mut r = Reader { buf: input, pos: 5 };
         let byte = r.u8()?;
         let element = ElementType::from_byte(byte)
-            .ok_or_else(|| bad(format!("unknown element type {byte:#04x}")))?;
-        let pipeline = r.u8()?;
-        let (whole, w) = Pipeline::from_byte(pipeline).map_err(bad)?;
-        let rank = usize::from(r.u8()?);
+            .ok_or_else(|| Error::Unsupported(format!("unknown element type {byte:#04x}")))?;
+        let byte6 = r.u8()?;
+        let pipeline = byte6 & !BRIEF_UNSHAPED;
+        let (whole, w) = Pipeline::from_byte(pipeline).map_err(|why| {
+            if pipeline::is_known(pipeline) {
+                Error::CorruptHeader(why)
+            } else {
+                Error::Unsupported(why)
+            }
+        })?;
+        let rank = if byte6 & BRIEF_UNSHAPED != 0 {
+            0
+        } else {
+            usize::from(r.u8()?)
+        };
         check_rank(rank)?;
         let (shape, decoded_size) = if rank == 0 {
             let size = r.varint()?;
@@ -481,12 +495,13 @@ impl Header {
     /// Checks the field values that do not depend on the geometry.
     fn check_fields(&self) -> Result<()> {
         let bad = |what: String| Err(Error::CorruptHeader(what));
+        let unsupported = |what: String| Err(Error::Unsupported(what));
         if self.mode > 1 {
-            return bad(format!("unknown mode {}", self.mode));
+            return unsupported(format!("unknown mode {}", self.mode));
         }
         let known = FLAG_STORED | FLAG_SCALED | FLAG_NARROWED | FLAG_SHIFTED | FLAG_PLANAR;
         if self.flags & !known != 0 {
-            return bad(format!("unknown flags {:#04x}", self.flags));
+            return unsupported(format!("unknown flags {:#04x}", self.flags));
         }
         if self.is_planar() && self.is_stored() {
             return bad("planar components in a stored chunk".into());
@@ -526,13 +541,13 @@ impl Header {
             return bad("reserved bytes are not zero".into());
         }
         if self.predictor != 0 && Predictor::from_id(self.predictor.into()).is_none() {
-            return bad(format!("unknown predictor {}", self.predictor));
+            return unsupported(format!("unknown predictor {}", self.predictor));
         }
         if self.residual_map != 0 && ResidualMap::from_id(self.residual_map.into()).is_none() {
-            return bad(format!("unknown residual map {}", self.residual_map));
+            return unsupported(format!("unknown residual map {}", self.residual_map));
         }
         if Coder::from_id(self.coder.into()).is_none() {
-            return bad(format!("unknown residual coder {}", self.coder));
+            return unsupported(format!("unknown residual coder {}", self.coder));
         }
         if self.spatial.stride > 0 && self.spatial.run < self.spatial.stride {
             return bad(format!(
@@ -634,10 +649,10 @@ pub fn seal(layout: u64, content: u64) -> u64 {
 }
 
 /// Bytes of a brief chunk's header (version 4) of `shape` (in words) and `decoded`
-/// bytes: 12 and the shape's varints, or `decoded`'s varint where the shape's take more
-/// than 4 bytes and more than it (at most 16 bytes below 256 MiB).
+/// bytes: 12 and the shape's varints, or 11 and `decoded`'s varint where the shape's
+/// take more than 4 bytes and more than it (at most 16 bytes below 256 MiB).
 pub fn brief_header_len(shape: &[u64], decoded: u64) -> usize {
-    12 + brief_shape_len(shape, decoded).unwrap_or_else(|| varint_len(decoded))
+    brief_shape_len(shape, decoded).map_or_else(|| 11 + varint_len(decoded), |len| 12 + len)
 }
 
 /// Bytes of the shape's varints when a brief header records the shape (see
@@ -650,7 +665,7 @@ fn brief_shape_len(shape: &[u64], decoded: u64) -> Option<usize> {
 
 /// Appends the header of a brief chunk (version 4) to `out`: the element type, the
 /// `pipeline` byte (whose bits 6-7 give the word size), the shape (in words) or, where
-/// that is longer (see [`brief_header_len`]), the decoded size, and the checksum sealing
+/// that is longer (see [`brief_header_len`]), the unshaped bit and the decoded size, and the checksum sealing
 /// `content` (XXH3-64 of the decoded bytes) with the bytes before it. Without the shape,
 /// the element type's Fortran-order and scalar bits are cleared.
 pub fn write_brief(
@@ -676,7 +691,7 @@ pub fn write_brief(
                 scalar: false,
                 ..element
             };
-            out.extend_from_slice(&[flat.to_byte(), pipeline, 0]);
+            out.extend_from_slice(&[flat.to_byte(), pipeline | BRIEF_UNSHAPED]);
             write_varint(decoded, out);
         }
     }

@@ -79,7 +79,10 @@ pub mod threads {
 pub mod internals {
     pub use crate::checksum::{data_checksum, digest_rows};
     pub use crate::fast::{bitplane, patched, rice};
-    pub use crate::format::Header;
+    pub use crate::format::{
+        Header, BRIEF_UNSHAPED, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
+        MAGIC, VERSION, VERSION_BRIEF, VERSION_FIXED,
+    };
     pub use crate::generic::brief_chunk;
     pub use crate::generic::pipeline::{Compressor, Pipeline, Transform};
     pub use crate::scaled::{dequantise_bytes, Scales};

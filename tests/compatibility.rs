@@ -59,10 +59,12 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// Reads the pinned fields of a brief chunk (format version 4): its pipeline byte in
-/// `mode`'s place, its shape (empty when it records the decoded size instead).
+/// `mode`'s place (with the unshaped bit), its shape (empty when it records the decoded
+/// size instead: rank 0, or no rank byte with the unshaped bit).
 fn pinned_brief(chunk: &[u8]) -> Pinned {
-    let rank = chunk[7];
-    let mut at = 8;
+    let unshaped = chunk[6] & 8 != 0;
+    let rank = if unshaped { 0 } else { chunk[7] };
+    let mut at = if unshaped { 7 } else { 8 };
     let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
     if rank == 0 {
         varint(chunk, &mut at);
@@ -361,14 +363,19 @@ fn golden_chunks_cover_every_coding_path() {
             assert!(
                 pipelines
                     .iter()
-                    .any(|p| p & 15 == compressor && p >> 4 & 3 == transform),
+                    .any(|p| p & 7 == compressor && p >> 4 & 3 == transform),
                 "brief compressor {compressor}, transform {transform}"
             );
         }
     }
     assert!(
-        has(&|l| l.contains(" v4 ") && l.contains(" rank=0 ")),
-        "brief, no shape"
+        pipelines.iter().any(|p| p & 8 == 0)
+            && has(&|l| l.contains(" v4 ") && l.contains(" rank=0 ")),
+        "brief, no shape, rank byte 0"
+    );
+    assert!(
+        pipelines.iter().any(|p| p & 8 != 0),
+        "brief, the unshaped bit"
     );
     assert!(
         has(&|l| l.contains(" v4 ") && !l.contains(" rank=0 ")),
@@ -1210,7 +1217,8 @@ fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
             compressor: Compressor::Bitshuffle,
         }),
     ));
-    // A shape whose varints take more than 4 bytes: the decoded size instead.
+    // A shape whose varints take more than 4 bytes: the decoded size instead (the fixture
+    // holds the rank byte 0 of encoders before the unshaped bit).
     out.push((
         Case {
             name: "v4_f32_unshaped_zstd".into(),
@@ -1224,6 +1232,22 @@ fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
         Some(Pipeline {
             transform: Transform::Words,
             compressor: Compressor::Zstd,
+        }),
+    ));
+    // The unshaped bit: a stored chunk of fewer than 128 bytes behind a 12-byte header.
+    out.push((
+        Case {
+            name: "v4_f64_unshaped_stored".into(),
+            data: f64_bytes(&series(&[1, 12], 46)),
+            params: {
+                let mut p = params(8, &[1, 1, 2, 1, 6], Mode::Archive);
+                p.element_type.kind = TypeKind::Float;
+                p
+            },
+        },
+        Some(Pipeline {
+            transform: Transform::None,
+            compressor: Compressor::None,
         }),
     ));
     out

@@ -69,7 +69,7 @@ fn swapped_tiles_with_a_consistent_header_are_rejected() {
     assert!(
         matches!(
             err,
-            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. }
+            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. } | Error::Unsupported(_)
         ),
         "{err}"
     );
@@ -421,7 +421,7 @@ fn the_element_type_is_recorded_and_checked() {
     unknown[14] = 0x25;
     assert_eq!(
         decompress(&unknown).unwrap_err().to_string(),
-        "karoo: corrupt chunk: unknown element type 0x25"
+        "karoo: unsupported chunk: unknown element type 0x25 (written by a later karoo?)"
     );
 }
 
@@ -488,4 +488,62 @@ fn corrupt_brief_chunks_are_rejected() {
             "karoo: chunk declares 3072 decoded bytes, more than the 1000 expected"
         );
     }
+}
+
+/// Values a later format revision may define (flag bits, ids, compressors) are refused
+/// as unsupported, apart from corrupt chunks, with an error naming the value.
+#[test]
+fn values_a_later_karoo_may_write_are_unsupported_not_corrupt() {
+    use karoo::internals::{brief_chunk, Compressor, Header, Pipeline, Transform};
+    use karoo::ElementType;
+    let later =
+        |what: &str| format!("karoo: unsupported chunk: {what} (written by a later karoo?)");
+    let data = smooth_f32(&[64, 512], 9);
+    let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
+    let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
+    let mut forged = Vec::new();
+    Header {
+        flags: header.flags | 0x20,
+        ..header.clone()
+    }
+    .write(&mut forged);
+    forged.extend_from_slice(&packed[len..]);
+    let err = decompress(&forged).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        later(&format!("unknown flags {:#04x}", header.flags | 0x20))
+    );
+    let mut tile = packed.clone();
+    tile[len + 1] = tile[len + 1] & 0xf0 | 15;
+    assert_eq!(
+        decompress(&tile).unwrap_err().to_string(),
+        later("block 0: unknown residual coder 15")
+    );
+    let mut map = packed.clone();
+    map[len + 1] = map[len + 1] & 0x0f | 9 << 4;
+    assert_eq!(
+        decompress(&map).unwrap_err().to_string(),
+        later("block 0: unknown residual map 9")
+    );
+    // A brief chunk (format version 4) of a compressor this build does not know.
+    let stored = Pipeline {
+        transform: Transform::None,
+        compressor: Compressor::None,
+    };
+    let brief = brief_chunk(&data, 4, &[64, 512], ElementType::default(), stored, None).unwrap();
+    for compressor in [6u8, 7] {
+        let mut forged = brief.clone();
+        forged[6] = forged[6] & !7 | compressor;
+        assert_eq!(
+            decompress(&forged).unwrap_err().to_string(),
+            later(&format!("unknown whole-chunk compressor {compressor}"))
+        );
+    }
+    // A known compressor with a transform it does not take is corrupt.
+    let mut forged = brief.clone();
+    forged[6] = forged[6] & 0xc8 | 0x35;
+    assert!(
+        matches!(decompress(&forged).unwrap_err(), Error::CorruptHeader(_)),
+        "Bitshuffle after a bit shuffle"
+    );
 }

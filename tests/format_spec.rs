@@ -1,8 +1,13 @@
-//! docs/format.md against the code: the id tables and the id ranges the specification
+//! docs/format.md against the code: the id tables, the header layout and flags, the brief
+//! chunks' pipelines, the element kinds, the versions and the limits the specification
 //! states are those the codec defines, so a decoder written from the specification
 //! accepts every chunk the encoder writes.
 
-use karoo::{Coder, Predictor, ResidualMap};
+use karoo::internals::{
+    Compressor, Pipeline, Transform, BRIEF_UNSHAPED, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED,
+    FLAG_SHIFTED, FLAG_STORED, MAGIC, VERSION, VERSION_BRIEF, VERSION_FIXED,
+};
+use karoo::{Coder, ElementType, Predictor, ResidualMap, MAX_RANK};
 use std::collections::BTreeSet;
 
 fn spec() -> String {
@@ -120,4 +125,132 @@ fn the_stated_id_ranges_are_the_codecs() {
             "docs/format.md does not say {stated:?}"
         );
     }
+}
+
+/// The cell of the first row of `rows` whose column `key` is `value`, column `column`.
+fn cell<'a>(rows: &'a [Vec<String>], key: usize, value: &str, column: usize) -> &'a str {
+    let row = rows
+        .iter()
+        .find(|r| r[key] == value)
+        .unwrap_or_else(|| panic!("no row {value:?}"));
+    &row[column]
+}
+
+/// The `bit N `NAME`` pairs of a cell, as (bit, name).
+fn named_bits(text: &str) -> Vec<(u32, String)> {
+    text.split("bit ")
+        .skip(1)
+        .filter_map(|part| {
+            let (bit, rest) = part.split_once(' ')?;
+            let name = rest.strip_prefix('`')?.split('`').next()?;
+            Some((bit.trim_end_matches(':').parse().ok()?, name.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_common_header_table_is_the_codecs_layout() {
+    let rows = table("| offset | size | field |");
+    let mut offset = 0;
+    for row in &rows {
+        assert_eq!(
+            row[0],
+            offset.to_string(),
+            "field {:?} starts where the last ends",
+            row[2]
+        );
+        offset += row[1].parse::<usize>().unwrap();
+    }
+    assert_eq!(offset, 14, "the common header is 14 bytes");
+    assert!(cell(&rows, 0, "0", 2).contains("`K A R O` (`4B 41 52 4F`)"));
+    assert_eq!(&MAGIC, b"KARO");
+    assert!(cell(&rows, 0, "4", 2).starts_with(&format!("format version: {VERSION} ")));
+    assert!(cell(&rows, 0, "11", 2).contains(&format!("rank, 1 to {MAX_RANK}")));
+    let flags = named_bits(cell(&rows, 0, "6", 2));
+    let code = [
+        (FLAG_STORED, "STORED"),
+        (FLAG_SCALED, "SCALED"),
+        (FLAG_NARROWED, "NARROWED"),
+        (FLAG_SHIFTED, "SHIFTED"),
+        (FLAG_PLANAR, "PLANAR"),
+    ]
+    .map(|(flag, name)| (flag.trailing_zeros(), name.to_string()));
+    assert_eq!(flags, code, "flag bits");
+    let unused = code.len();
+    assert!(cell(&rows, 0, "6", 2).ends_with(&format!("bits {unused}-7 zero")));
+}
+
+#[test]
+fn the_brief_chunk_tables_are_the_pipelines() {
+    // The brief header's pipeline byte, in its own table.
+    let spec = spec();
+    let line = spec[spec.find("## Brief chunks").unwrap()..]
+        .lines()
+        .find(|l| l.starts_with("| 6 | 1 |"))
+        .unwrap();
+    assert!(
+        line.contains(&format!("bit {}: `u`", BRIEF_UNSHAPED.trailing_zeros())),
+        "{line}"
+    );
+    assert!(line.contains("bits 0-2: compressor `c`"), "{line}");
+    let transforms = table("| t | transform |");
+    let code_transforms = [
+        Transform::None,
+        Transform::Words,
+        Transform::Elements,
+        Transform::Bits,
+    ];
+    assert_eq!(
+        ids_in_column(&transforms, 0),
+        (0..4).collect(),
+        "transforms"
+    );
+    let compressors = table("| c | compressor | payload |");
+    let names = ["none", "LZ4", "Zstandard", "LZMA", "bzip2", "Bitshuffle"];
+    let code_compressors = [
+        Compressor::None,
+        Compressor::Lz4,
+        Compressor::Zstd,
+        Compressor::Lzma,
+        Compressor::Bzip2,
+        Compressor::Bitshuffle,
+    ];
+    assert_eq!(compressors.len(), names.len());
+    for (c, row) in compressors.iter().enumerate() {
+        assert_eq!(row[0], c.to_string());
+        assert_eq!(row[1], names[c]);
+        // The compressor decodes with some transform, and the byte names it.
+        let taken: Vec<Transform> = (0..4u8)
+            .filter_map(|t| Pipeline::from_byte(c as u8 | t << 4).ok())
+            .map(|(p, _)| {
+                assert_eq!(p.compressor, code_compressors[c]);
+                p.transform
+            })
+            .collect();
+        assert!(!taken.is_empty(), "compressor {c} takes a transform");
+        assert!(taken.iter().all(|t| code_transforms.contains(t)));
+    }
+    let known = names.len() as u8;
+    assert!((known..8).all(|c| Pipeline::from_byte(c).is_err()));
+    assert!(spec_text().contains(&format!("a compressor above {}", known - 1)));
+}
+
+#[test]
+fn the_element_kinds_and_versions_are_the_codecs() {
+    let kinds = cell(&table("| bits | field |"), 0, "0-3", 1).to_string();
+    let listed: Vec<u8> = (0..16u8)
+        .filter(|k| kinds.starts_with(&format!("kind: {k} ")) || kinds.contains(&format!(", {k} ")))
+        .collect();
+    let accepted: Vec<u8> = (0..16u8)
+        .filter(|&kind| ElementType::from_byte(kind).is_some())
+        .collect();
+    assert_eq!(listed, accepted, "element kinds: {kinds}");
+    let above = accepted.last().unwrap();
+    assert!(spec_text().contains(&format!("an element type with a kind above {above}")));
+    let versions = table("| format version | changes |");
+    assert_eq!(
+        ids_in_column(&versions, 0),
+        (u32::from(VERSION_FIXED)..=u32::from(VERSION_BRIEF)).collect(),
+        "the versions decoders read"
+    );
 }

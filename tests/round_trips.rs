@@ -175,6 +175,19 @@ fn random_bytes_are_stored_verbatim_with_a_small_header() {
     assert_eq!(&packed[15..], &data[..]);
 }
 
+#[test]
+fn a_tiny_chunk_is_stored_behind_twelve_bytes() {
+    let mut rng = SmallRng::seed_from_u64(12);
+    let data: Vec<u8> = (0..32).map(|_| rng.gen()).collect();
+    // The shape's 5 varints take more bytes than the decoded size's one: the header
+    // records the size behind the unshaped bit, with no rank byte: magic, version,
+    // element type, pipeline (8-byte words, stored, unshaped), the size 32, the checksum.
+    let packed = round_trip(&data, &Params::new(8, &[1, 1, 1, 2, 2]));
+    assert_eq!(packed.len(), data.len() + 12);
+    assert_eq!(&packed[..8], b"KARO\x04\x00\xc8\x20");
+    assert_eq!(&packed[12..], &data[..]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]

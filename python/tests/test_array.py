@@ -223,8 +223,9 @@ def test_a_brief_chunk_whose_shape_costs_more_decodes_flat():
     rng = np.random.default_rng(6)
     data = rng.integers(0, 2**32, size=(2, 300, 1, 300, 1), dtype=np.uint32).view(np.float32)
     chunk = karoo.compress(data, mode="fast")
-    # magic, version, element type, pipeline, rank 0, the size as a varint, checksum.
-    assert bytes(chunk[4:8]) == b"\x04\x04\x80\x00"
-    assert len(chunk) == data.nbytes + 15
+    # magic, version, element type, pipeline with the unshaped bit, the size as a
+    # varint (3 bytes), checksum.
+    assert bytes(chunk[4:7]) == b"\x04\x04\x88"
+    assert len(chunk) == data.nbytes + 14
     back = karoo.decompress(chunk)
     assert back.shape == (data.size,) and same_bits(back, data.ravel())
