@@ -368,6 +368,84 @@ pub extern "C" fn karoo_kernels() -> *const c_char {
     }
 }
 
+/// The C type of a [`KarooParams`] field, as [`karoo_params_layout`] names it.
+trait FieldType {
+    /// `u32`, `u64` or `ptr` (a pointer to `u64`).
+    const NAME: &'static str;
+}
+
+impl FieldType for u32 {
+    const NAME: &'static str = "u32";
+}
+
+impl FieldType for u64 {
+    const NAME: &'static str = "u64";
+}
+
+impl FieldType for *const u64 {
+    const NAME: &'static str = "ptr";
+}
+
+/// The name of the type of the field `field` reads.
+fn field_type<T: FieldType>(_field: fn(&KarooParams) -> &T) -> &'static str {
+    T::NAME
+}
+
+/// (name, type, offset) of every field of [`KarooParams`]; the destructuring fails to
+/// compile if a field is left out.
+macro_rules! params_fields {
+    ($($field:ident),* $(,)?) => {{
+        let _every_field = |p: KarooParams| {
+            let KarooParams { $($field: _),* } = p;
+        };
+        vec![$((
+            stringify!($field),
+            field_type(|p| &p.$field),
+            std::mem::offset_of!(KarooParams, $field),
+        )),*]
+    }};
+}
+
+/// The fields of [`KarooParams`] in offset order.
+fn params_fields() -> Vec<(&'static str, &'static str, usize)> {
+    let mut fields = params_fields!(
+        word_size,
+        components,
+        element_class,
+        mode,
+        predictor,
+        residual_map,
+        coder,
+        threads,
+        time_axis,
+        rank,
+        lag,
+        shape,
+        element_type,
+        level,
+    );
+    fields.sort_by_key(|&(_, _, offset)| offset);
+    fields
+}
+
+/// The layout of [`KarooParams`], NUL-terminated: a first line with its size in bytes,
+/// then one `name type offset` line per field in offset order (types `u32`, `u64` and
+/// `ptr`, a pointer to `u64`). The Python package builds its ctypes structure from it
+/// instead of repeating the fields.
+#[no_mangle]
+pub extern "C" fn karoo_params_layout() -> *const c_char {
+    static LAYOUT: OnceLock<CString> = OnceLock::new();
+    LAYOUT
+        .get_or_init(|| {
+            let mut text = format!("{}\n", std::mem::size_of::<KarooParams>());
+            for (name, kind, offset) in params_fields() {
+                text.push_str(&format!("{name} {kind} {offset}\n"));
+            }
+            CString::new(text).expect("field names have no NUL")
+        })
+        .as_ptr()
+}
+
 /// The names of the codec's predictors (`kind` 0), residual maps (1) or coders (2), one
 /// `id name` line each in id order, NUL-terminated; null for any other `kind`. These
 /// are the names the Python package accepts (and stores in numcodecs and Zarr configs):
@@ -543,6 +621,43 @@ mod tests {
             .map(|&c| c as u8)
             .collect();
         String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn the_params_layout_tiles_the_structure_in_offset_order() {
+        // SAFETY: karoo_params_layout returns a static NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(karoo_params_layout()) }
+            .to_str()
+            .unwrap();
+        let mut lines = text.lines();
+        let size = std::mem::size_of::<KarooParams>();
+        assert_eq!(lines.next(), Some(size.to_string().as_str()));
+        let mut end = 0;
+        let mut names = Vec::new();
+        for line in lines {
+            let [name, kind, offset]: [&str; 3] =
+                line.split(' ').collect::<Vec<_>>().try_into().unwrap();
+            let offset: usize = offset.parse().unwrap();
+            let width = match kind {
+                "u32" => 4,
+                "u64" => 8,
+                "ptr" => std::mem::size_of::<*const u64>(),
+                other => panic!("type {other}"),
+            };
+            assert!(
+                offset >= end && offset % width == 0 && offset - end < width,
+                "{name} at {offset}: no gap but alignment padding after the field before"
+            );
+            end = offset + width;
+            names.push(name);
+        }
+        assert_eq!(
+            end.next_multiple_of(std::mem::align_of::<KarooParams>()),
+            size
+        );
+        assert_eq!(names.len(), 14);
+        assert_eq!(&names[..2], ["word_size", "components"]);
+        assert_eq!(names.last(), Some(&"level"));
     }
 
     #[test]

@@ -26,23 +26,28 @@ class KarooError(ValueError):
     """A chunk that does not decode, or parameters the codec refuses (message from karoo)."""
 
 
-class _Params(ctypes.Structure):
-    _fields_ = [
-        ("word_size", ctypes.c_uint32),
-        ("components", ctypes.c_uint32),
-        ("element_class", ctypes.c_uint32),
-        ("mode", ctypes.c_uint32),
-        ("predictor", ctypes.c_uint32),
-        ("residual_map", ctypes.c_uint32),
-        ("coder", ctypes.c_uint32),
-        ("threads", ctypes.c_uint32),
-        ("time_axis", ctypes.c_uint32),
-        ("rank", ctypes.c_uint32),
-        ("lag", ctypes.c_uint64),
-        ("shape", ctypes.POINTER(ctypes.c_uint64)),
-        ("element_type", ctypes.c_uint32),
-        ("level", ctypes.c_uint32),
-    ]
+_FIELD_TYPES = {"u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "ptr": ctypes.POINTER(ctypes.c_uint64)}
+
+
+def _params_structure(lib: ctypes.CDLL) -> type:
+    """The ctypes structure of the library's `KarooParams`, built from the layout the
+    library reports (`karoo_params_layout`) and checked field by field against it."""
+    lib.karoo_params_layout.argtypes = []
+    lib.karoo_params_layout.restype = ctypes.c_char_p
+    size, *fields = lib.karoo_params_layout().decode().splitlines()
+    fields = [line.split() for line in fields]
+    structure = type("_Params", (ctypes.Structure,), {
+        "__doc__": "What karoo_compress is told about the data (the library's KarooParams).",
+        "_fields_": [(name, _FIELD_TYPES[kind]) for name, kind, _ in fields],
+    })
+    laid_out = [getattr(structure, name).offset == int(offset) for name, _, offset in fields]
+    if not all(laid_out) or ctypes.sizeof(structure) != int(size):
+        raise ImportError(f"karoo: {LIBRARY_PATH} lays out its parameters in a way ctypes does not")
+    return structure
+
+
+_Params: type = ctypes.Structure
+"""The library's parameter structure (set when the library is loaded)."""
 
 
 def _load() -> ctypes.CDLL:
@@ -52,6 +57,8 @@ def _load() -> ctypes.CDLL:
             "plugin with cargo)"
         )
     lib = ctypes.CDLL(LIBRARY_PATH)
+    global _Params
+    _Params = _params_structure(lib)
     buf = ctypes.c_void_p
     err = (ctypes.c_char_p, ctypes.c_size_t)
     lib.karoo_compress.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(_Params), ctypes.POINTER(buf), *err]
@@ -117,8 +124,10 @@ def compress_raw(data, nbytes: int, word_size: int, shape, components: int, elem
     `into` (``bytes`` or a subclass); `element_type` is the header byte the chunk records
     (docs/format.md, "Element type")."""
     dims = (ctypes.c_uint64 * len(shape))(*shape)
-    params = _Params(word_size, components, element_class, mode, predictor, residual_map, coder,
-                     threads, time_axis, len(shape), lag, dims, element_type, level)
+    params = _Params(word_size=word_size, components=components, element_class=element_class, mode=mode,
+                     predictor=predictor, residual_map=residual_map, coder=coder, threads=threads,
+                     time_axis=time_axis, rank=len(shape), lag=lag, shape=dims, element_type=element_type,
+                     level=level)
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(_ERR_LEN)
     _check(lib.karoo_compress(data, nbytes, ctypes.byref(params), ctypes.byref(handle), err, _ERR_LEN), err)
