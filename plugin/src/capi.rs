@@ -645,7 +645,7 @@ mod tests {
                 other => panic!("type {other}"),
             };
             assert!(
-                offset >= end && offset % width == 0 && offset - end < width,
+                offset >= end && offset.is_multiple_of(width) && offset - end < width,
                 "{name} at {offset}: no gap but alignment padding after the field before"
             );
             end = offset + width;
