@@ -434,14 +434,7 @@ fn corrupt_brief_chunks_are_rejected() {
     use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
     use karoo::ElementType;
     let data = smooth_f32(&[8, 96], 5);
-    for compressor in [
-        Compressor::None,
-        Compressor::Lz4,
-        Compressor::Zstd,
-        Compressor::Lzma,
-        Compressor::Bzip2,
-        Compressor::Bitshuffle,
-    ] {
+    for compressor in Compressor::ALL {
         let transform = match compressor {
             Compressor::None => Transform::None,
             _ => Transform::Words,

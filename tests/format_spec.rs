@@ -194,28 +194,17 @@ fn the_brief_chunk_tables_are_the_pipelines() {
     );
     assert!(line.contains("bits 0-2: compressor `c`"), "{line}");
     let transforms = table("| t | transform |");
-    let code_transforms = [
-        Transform::None,
-        Transform::Words,
-        Transform::Elements,
-        Transform::Bits,
-    ];
+    let code_transforms = Transform::ALL;
     assert_eq!(
         ids_in_column(&transforms, 0),
-        (0..4).collect(),
+        (0..code_transforms.len() as u32).collect(),
         "transforms"
     );
     let compressors = table("| c | compressor | payload |");
     let names = ["none", "LZ4", "Zstandard", "LZMA", "bzip2", "Bitshuffle"];
-    let code_compressors = [
-        Compressor::None,
-        Compressor::Lz4,
-        Compressor::Zstd,
-        Compressor::Lzma,
-        Compressor::Bzip2,
-        Compressor::Bitshuffle,
-    ];
+    let code_compressors = Compressor::ALL;
     assert_eq!(compressors.len(), names.len());
+    assert_eq!(code_compressors.len(), names.len());
     for (c, row) in compressors.iter().enumerate() {
         assert_eq!(row[0], c.to_string());
         assert_eq!(row[1], names[c]);

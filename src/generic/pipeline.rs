@@ -59,7 +59,8 @@ pub const STORED: Pipeline = Pipeline {
 };
 
 impl Transform {
-    const ALL: [Transform; 4] = [
+    /// Every transform, in id order.
+    pub const ALL: [Transform; 4] = [
         Transform::None,
         Transform::Words,
         Transform::Elements,
@@ -68,7 +69,8 @@ impl Transform {
 }
 
 impl Compressor {
-    const ALL: [Compressor; 6] = [
+    /// Every compressor, in id order.
+    pub const ALL: [Compressor; 6] = [
         Compressor::None,
         Compressor::Lz4,
         Compressor::Zstd,
