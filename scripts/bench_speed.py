@@ -229,6 +229,12 @@ def geomean(values):
     return float(np.exp(np.mean(np.log(values))))
 
 
+def figure(value, digits=0):
+    """`value` with `digits` decimals, or with two significant digits where that shows
+    nothing but zeros (a slow level's MB/s, a small multiple)."""
+    return f"{value:.{digits}f}" if value == 0 or value >= 10 ** (1 - digits) else f"{value:.2g}"
+
+
 def level_table(emit, quick, rounds):
     """Table 3: every effort level of both modes, one thread, on every workload, each level
     timed in the same interleaved rounds as its peer (fast mode: Blosc2 bitshuffle+LZ4 5;
@@ -290,8 +296,9 @@ def level_table(emit, quick, rounds):
     for mode, level in levels:
         mine, peer = per_run[f"karoo {mode} {level}"], per_run[peers[mode]]
         vs = {key: geomean(np.array(mine[key]) / np.array(peer[key])) for key in mine}
-        emit(f"| karoo {mode} | {tier_name[level]} | {geomean(mine['ratio']):.4f} | {geomean(mine['pack']):.0f} "
-             f"| {geomean(mine['unpack']):.0f} | {vs['pack']:.2f}x | {vs['unpack']:.2f}x | {vs['ratio']:.3f} |")
+        emit(f"| karoo {mode} | {tier_name[level]} | {geomean(mine['ratio']):.4f} | {figure(geomean(mine['pack']))} "
+             f"| {figure(geomean(mine['unpack']))} | {figure(vs['pack'], 2)}x | {figure(vs['unpack'], 2)}x "
+             f"| {vs['ratio']:.3f} |")
     for name in peers.values():
         mine = per_run[name]
         emit(f"| {name} | | {geomean(mine['ratio']):.4f} | {geomean(mine['pack']):.0f} "
@@ -315,7 +322,8 @@ def main():
     parser.add_argument("--only-levels", action="store_true", help="the level table alone")
     args = parser.parse_args()
     command = "python scripts/bench_speed.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    section = doc_section(bench_doc.vector_isa())
+    # The level table alone has a section of its own, beside the speed tables.
+    section = doc_section(bench_doc.vector_isa()) + ("-levels" if args.only_levels else "")
     with bench_doc.capture(section, command.strip(), enabled=args.doc):
         if not args.only_levels:
             codec_table(print, args.quick, args.rounds)

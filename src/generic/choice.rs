@@ -51,7 +51,7 @@ pub(crate) fn smallest(
 /// else words); in fast mode LZ4 after a byte shuffle of words; in archive mode, when
 /// Zstandard at level 3 after the best of the byte shuffles comes within 1/8 of `room`
 /// (the heavier compressors do better still), Zstandard at level 19 and bzip2 after
-/// that shuffle.
+/// that shuffle, each when its own trial on the sample comes under `room`.
 fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Option<Vec<u8>>)> {
     let w = params.word_size;
     let complex = params.components == 2;
@@ -143,12 +143,21 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 .filter(fits)
                 .map(|p| (estimate(p).0, p.transform))
                 .min_by_key(|&(len, _)| len);
+            // The heavy compressors' own trials on the sample: a whole sample's is the
+            // payload, a part's decides whether to code the chunk in full.
             let heavy = match best {
                 Some((len, transform)) if len < room + room / 8 => {
-                    with(&[transform], Compressor::Zstd)
+                    [Compressor::Zstd, Compressor::Bzip2]
                         .into_iter()
-                        .chain(with(&[transform], Compressor::Bzip2))
-                        .map(|p| (p, None))
+                        .map(|compressor| Pipeline {
+                            transform,
+                            compressor,
+                        })
+                        .filter_map(|p| {
+                            let coded = pipeline::encode(sample, w, p, Effort::Full);
+                            let len = coded.len() * data.len() / sample.len().max(1);
+                            (len < room).then(|| (p, whole.then_some(coded)))
+                        })
                         .collect()
                 }
                 _ => Vec::new(),
