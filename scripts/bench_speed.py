@@ -70,23 +70,26 @@ def workloads(quick):
     return out
 
 
+def karoo_codec(mode, level=0):
+    """karoo in `mode` at effort `level`, one thread, as codecs() gives a codec."""
+    import karoo
+
+    def pack(words):
+        return karoo.compress(words, mode=mode, level=level, threads=1)
+
+    def unpack(packed):
+        return karoo.decompress(packed, threads=1)
+
+    return as_words, pack, unpack
+
+
 def codecs():
     """name -> (the input it codes, prepared from a chunk outside the timing;
     compress(input) -> packed; decompress(packed) -> array or bytes)."""
     import blosc2
-    import karoo
     from pcodec import ChunkConfig, standalone
 
     blosc2.set_nthreads(1)
-
-    def karoo_codec(mode):
-        def pack(words):
-            return karoo.compress(words, mode=mode, threads=1)
-
-        def unpack(packed):
-            return karoo.decompress(packed, threads=1)
-
-        return as_words, pack, unpack
 
     def pcodec_pack(series):
         return standalone.simple_compress(series, ChunkConfig(compression_level=8))
@@ -131,6 +134,20 @@ def calls_per_round(chunk):
     return min(MAX_CALLS, max(1, CHUNK_BYTES // max(chunk.nbytes, 1)))
 
 
+def timed_calls(pack, unpack, data, calls, best):
+    """Compresses and decompresses `data` `calls` times, keeping the fastest of each in
+    `best` ([compress s, decompress s]); returns the last output and its decoding."""
+    for _ in range(calls):
+        start = time.perf_counter()
+        packed = pack(data)
+        mid = time.perf_counter()
+        decoded = unpack(packed)
+        end = time.perf_counter()
+        best[0] = min(best[0], mid - start)
+        best[1] = min(best[1], end - mid)
+    return packed, decoded
+
+
 def codec_table(emit, quick, rounds):
     """Table 1: the codecs alone, one thread, interleaved rounds."""
     named = codecs()
@@ -148,14 +165,7 @@ def codec_table(emit, quick, rounds):
         inputs = {name: np.ascontiguousarray(prepare(chunk)) for name, (prepare, _, _) in named.items()}
         for _ in range(rounds):
             for name, (_, pack, unpack) in named.items():
-                for _ in range(calls_per_round(chunk)):
-                    start = time.perf_counter()
-                    packed = pack(inputs[name])
-                    mid = time.perf_counter()
-                    decoded = unpack(packed)
-                    end = time.perf_counter()
-                    times[name][0] = min(times[name][0], mid - start)
-                    times[name][1] = min(times[name][1], end - mid)
+                packed, decoded = timed_calls(pack, unpack, inputs[name], calls_per_round(chunk), times[name])
                 if name not in sizes:
                     if not exact(inputs[name], decoded):
                         raise RuntimeError(f"{name} is not bit-exact on {title}")
@@ -239,8 +249,6 @@ def level_table(emit, quick, rounds):
     """Table 3: every effort level of both modes, one thread, on every workload, each level
     timed in the same interleaved rounds as its peer (fast mode: Blosc2 bitshuffle+LZ4 5;
     archive mode: pcodec 8); geometric means over the workloads."""
-    import karoo
-
     named = codecs()
     peers = {"fast": "blosc2 bitshuffle+lz4 5", "archive": "pcodec 8"}
     # The levels that code differently: 1 to 3 alike, 0 (the default) and 4 to 8 alike, 9.
@@ -248,16 +256,7 @@ def level_table(emit, quick, rounds):
     levels = [(mode, level) for mode in ("fast", "archive") for level, _ in tiers]
     tier_name = dict(tiers)
 
-    def karoo_level(mode, level):
-        def pack(words):
-            return karoo.compress(words, mode=mode, level=level, threads=1)
-
-        def unpack(packed):
-            return karoo.decompress(packed, threads=1)
-
-        return as_words, pack, unpack
-
-    runs = {f"karoo {mode} {level}": karoo_level(mode, level) for mode, level in levels}
+    runs = {f"karoo {mode} {level}": karoo_codec(mode, level) for mode, level in levels}
     runs.update({name: named[name] for name in peers.values()})
     per_run = {name: {"ratio": [], "pack": [], "unpack": []} for name in runs}
     chunks = workloads(quick)
@@ -267,12 +266,7 @@ def level_table(emit, quick, rounds):
         sizes = {}
         for _ in range(rounds):
             for name, (_, pack, unpack) in runs.items():
-                start = time.perf_counter()
-                packed = pack(inputs[name])
-                mid = time.perf_counter()
-                decoded = unpack(packed)
-                end = time.perf_counter()
-                times[name] = [min(times[name][0], mid - start), min(times[name][1], end - mid)]
+                packed, decoded = timed_calls(pack, unpack, inputs[name], 1, times[name])
                 if name not in sizes:
                     if not exact(inputs[name], decoded):
                         raise RuntimeError(f"{name} is not bit-exact on {title}")
@@ -301,8 +295,8 @@ def level_table(emit, quick, rounds):
              f"| {vs['ratio']:.3f} |")
     for name in peers.values():
         mine = per_run[name]
-        emit(f"| {name} | | {geomean(mine['ratio']):.4f} | {geomean(mine['pack']):.0f} "
-             f"| {geomean(mine['unpack']):.0f} | 1.00x | 1.00x | 1.000 |")
+        emit(f"| {name} | | {geomean(mine['ratio']):.4f} | {figure(geomean(mine['pack']))} "
+             f"| {figure(geomean(mine['unpack']))} | 1.00x | 1.00x | 1.000 |")
 
 
 def doc_section(isa):

@@ -103,8 +103,9 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
     }
     let sample = sample(data, 2 * w);
     let whole = sample.len() == data.len();
-    let estimate = |p: Pipeline| {
-        let coded = pipeline::encode(sample, w, p, Effort::Estimate);
+    // A pipeline's coding of the sample at `effort`, and its size scaled to the chunk.
+    let trial = |p: Pipeline, effort| {
+        let coded = pipeline::encode(sample, w, p, effort);
         (coded.len() * data.len() / sample.len().max(1), coded)
     };
     let filter_unit = if complex {
@@ -116,15 +117,16 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
         transform: filter_unit,
         compressor: Compressor::Bitshuffle,
     };
-    // LZ4 and Bitshuffle code alike at every effort: a whole sample's trial is the
-    // payload.
-    let lz4_trials = |pipelines: &[Pipeline]| {
+    // The pipelines whose trial at `effort` comes under `room`: a whole sample's trial
+    // at full effort is the payload (LZ4 and Bitshuffle code alike at every effort), a
+    // part's decides whether to code the chunk in full.
+    let kept = |pipelines: &[Pipeline], effort| {
         pipelines
             .iter()
             .copied()
             .filter(fits)
             .filter_map(|p| {
-                let (len, coded) = estimate(p);
+                let (len, coded) = trial(p, effort);
                 (len < room).then(|| (p, whole.then_some(coded)))
             })
             .collect::<Vec<_>>()
@@ -135,34 +137,27 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 transform: Transform::Words,
                 compressor: Compressor::Lz4,
             };
-            lz4_trials(&[lz4_words, bitshuffle])
+            kept(&[lz4_words, bitshuffle], Effort::Estimate)
         }
         Mode::Archive => {
             let best = with(&transforms, Compressor::Zstd)
                 .into_iter()
                 .filter(fits)
-                .map(|p| (estimate(p).0, p.transform))
+                .map(|p| (trial(p, Effort::Estimate).0, p.transform))
                 .min_by_key(|&(len, _)| len);
-            // The heavy compressors' own trials on the sample: a whole sample's is the
-            // payload, a part's decides whether to code the chunk in full.
+            // The heavy compressors' own trials on the sample decide.
             let heavy = match best {
-                Some((len, transform)) if len < room + room / 8 => {
-                    [Compressor::Zstd, Compressor::Bzip2]
-                        .into_iter()
-                        .map(|compressor| Pipeline {
-                            transform,
-                            compressor,
-                        })
-                        .filter_map(|p| {
-                            let coded = pipeline::encode(sample, w, p, Effort::Full);
-                            let len = coded.len() * data.len() / sample.len().max(1);
-                            (len < room).then(|| (p, whole.then_some(coded)))
-                        })
-                        .collect()
-                }
+                Some((len, transform)) if len < room + room / 8 => kept(
+                    &[
+                        with(&[transform], Compressor::Zstd),
+                        with(&[transform], Compressor::Bzip2),
+                    ]
+                    .concat(),
+                    Effort::Full,
+                ),
                 _ => Vec::new(),
             };
-            [heavy, lz4_trials(&[bitshuffle])].concat()
+            [heavy, kept(&[bitshuffle], Effort::Estimate)].concat()
         }
     }
 }
