@@ -1,5 +1,6 @@
 //! The codec's error type: every message names karoo and says what was wrong.
 
+use crate::format::READ_VERSIONS;
 use crate::stream_error::StreamError;
 
 /// Everything that can go wrong when compressing or decompressing a chunk.
@@ -15,13 +16,19 @@ pub enum Error {
     /// The input does not start with karoo's magic bytes.
     #[error("karoo: not a karoo chunk (bad magic bytes)")]
     BadMagic,
-    /// The chunk was written by a newer, incompatible format version.
-    #[error("karoo: unsupported chunk format version {0} (this build reads versions up to {1})")]
-    UnsupportedVersion(u8, u8),
-    /// The chunk uses a value (flag, id, element kind) this build does not know, which a
-    /// later format revision may give a meaning: the chunk may be valid, for a newer karoo.
-    #[error("karoo: unsupported chunk: {0} (written by a later karoo?)")]
-    Unsupported(String),
+    /// The chunk's format version is one this build does not read: the chunk may be
+    /// valid, written by a later karoo (docs/format.md, "Versions").
+    #[error(
+        "karoo: unsupported chunk format version {major}.{minor} (this build reads {}; \
+         written by a later karoo?)",
+        read_versions()
+    )]
+    UnsupportedVersion {
+        /// The chunk's major format version.
+        major: u8,
+        /// The chunk's minor format version.
+        minor: u8,
+    },
     /// The chunk header does not match its checksum.
     #[error("karoo: corrupt chunk: header checksum mismatch")]
     HeaderChecksum,
@@ -56,17 +63,21 @@ pub enum Error {
 
 impl Error {
     /// The error for block `index`, whose coding has the inconsistency `reason`.
-    /// An unknown id in the block is [`Error::Unsupported`]; anything else is
-    /// [`Error::CorruptBlock`].
     pub(crate) fn corrupt_block(index: usize, reason: StreamError) -> Error {
-        match reason {
-            StreamError::UnknownId { .. } => Error::Unsupported(format!("block {index}: {reason}")),
-            _ => Error::CorruptBlock {
-                index,
-                reason: reason.to_string(),
-            },
+        Error::CorruptBlock {
+            index,
+            reason: reason.to_string(),
         }
     }
+}
+
+/// The versions this build reads, newest minor of each major: "1.0, 2.0, 3.0, 4.1".
+fn read_versions() -> String {
+    let versions: Vec<String> = READ_VERSIONS
+        .iter()
+        .map(|(major, minor)| format!("{major}.{minor}"))
+        .collect();
+    versions.join(", ")
 }
 
 /// Result type of the codec.

@@ -1,6 +1,6 @@
 //! The self-describing chunk format: header layout, writing and validated parsing. The
-//! format is specified in docs/format.md ("Chunk header", "Brief chunks"); encoders
-//! write versions 3 and 4, decoders read versions 1 to 4.
+//! format is specified in docs/format.md ("Chunk header", "Brief chunks", "Versions");
+//! encoders write versions 3.0, 4.0 and 4.1, decoders read [`READ_VERSIONS`].
 //!
 //! The tile payloads follow the header (and the scale section), in tile order; each
 //! starts with the predictor, residual map and coder it was coded with (see `tile`).
@@ -17,17 +17,42 @@ use crate::predict::Predictor;
 
 /// Magic bytes that open every karoo chunk.
 pub const MAGIC: [u8; 4] = *b"KARO";
-/// The chunk format version this build writes (it reads this one and every earlier one).
+/// The major format version of the tiled chunks this build writes.
 pub const VERSION: u8 = 3;
 /// The format version with the compact header whose checksum covers the decoded words
 /// only, still read.
 pub const VERSION_COMPACT: u8 = 2;
-/// Format version of brief chunks: stored, or coded whole by a general-purpose pipeline
-/// (docs/format.md, "Brief chunks"); the highest version decoders read.
+/// Major format version of brief chunks: stored, or coded whole by a general-purpose
+/// pipeline (docs/format.md, "Brief chunks").
 pub const VERSION_BRIEF: u8 = 4;
 /// Bit 3 of a brief chunk's pipeline byte: no rank byte follows, the header records the
-/// decoded size instead of the shape.
+/// decoded size instead of the shape (version 4.1).
 pub const BRIEF_UNSHAPED: u8 = 8;
+/// The minor version of [`VERSION_BRIEF`] that adds [`BRIEF_UNSHAPED`].
+pub const MINOR_UNSHAPED: u8 = 1;
+/// Every major format version this build reads, with the newest minor version of it that
+/// it reads (docs/format.md, "Versions").
+pub const READ_VERSIONS: [(u8, u8); 4] = [
+    (VERSION_FIXED, 0),
+    (VERSION_COMPACT, 0),
+    (VERSION, 0),
+    (VERSION_BRIEF, MINOR_UNSHAPED),
+];
+
+/// The version byte of major version `major` and minor version `minor`.
+pub const fn version_byte(major: u8, minor: u8) -> u8 {
+    major | minor << 4
+}
+
+/// The major version of a version byte, after checking that this build reads the
+/// version it gives; [`Error::UnsupportedVersion`] otherwise.
+fn read_version(byte: u8) -> Result<u8> {
+    let (major, minor) = (byte & 15, byte >> 4);
+    match READ_VERSIONS.iter().find(|&&(m, _)| m == major) {
+        Some(&(_, newest)) if minor <= newest => Ok(major),
+        _ => Err(Error::UnsupportedVersion { major, minor }),
+    }
+}
 /// The format version with the fixed-width header, still read.
 pub const VERSION_FIXED: u8 = 1;
 /// Flag: the payload is the decoded bytes, stored verbatim.
@@ -164,11 +189,11 @@ impl Header {
         if input[..4] != MAGIC {
             return Err(Error::BadMagic);
         }
-        if input.get(4) == Some(&VERSION_BRIEF) {
+        let mut r = Reader { buf: input, pos: 4 };
+        let version = read_version(r.u8()?)?;
+        if version == VERSION_BRIEF {
             return Header::parse_brief(input, limit);
         }
-        let mut r = Reader { buf: input, pos: 4 };
-        let version = r.u8()?;
         let mut header = Header {
             version,
             element: ElementType::default(),
@@ -201,13 +226,18 @@ impl Header {
             VERSION => {
                 let byte = r.u8()?;
                 header.element = ElementType::from_byte(byte).ok_or_else(|| {
-                    Error::Unsupported(format!("unknown element type {byte:#04x}"))
+                    Error::CorruptHeader(format!("unknown element type {byte:#04x}"))
                 })?;
                 header.parse_compact(&mut r, rank).map(|()| true)?
             }
             VERSION_COMPACT => header.parse_compact(&mut r, rank).map(|()| true)?,
             VERSION_FIXED => header.parse_fixed(&mut r, rank)?,
-            _ => return Err(Error::UnsupportedVersion(version, VERSION_BRIEF)),
+            _ => {
+                return Err(Error::UnsupportedVersion {
+                    major: version,
+                    minor: 0,
+                })
+            }
         };
         let header_end = r.pos;
         let stored_sum = r.u32()?;
@@ -234,16 +264,10 @@ impl Header {
         let mut r = Reader { buf: input, pos: 5 };
         let byte = r.u8()?;
         let element = ElementType::from_byte(byte)
-            .ok_or_else(|| Error::Unsupported(format!("unknown element type {byte:#04x}")))?;
+            .ok_or_else(|| bad(format!("unknown element type {byte:#04x}")))?;
         let byte6 = r.u8()?;
         let pipeline = byte6 & !BRIEF_UNSHAPED;
-        let (whole, w) = Pipeline::from_byte(pipeline).map_err(|why| {
-            if pipeline::is_known(pipeline) {
-                Error::CorruptHeader(why)
-            } else {
-                Error::Unsupported(why)
-            }
-        })?;
+        let (whole, w) = Pipeline::from_byte(pipeline).map_err(bad)?;
         let rank = if byte6 & BRIEF_UNSHAPED != 0 {
             0
         } else {
@@ -495,13 +519,12 @@ impl Header {
     /// Checks the field values that do not depend on the geometry.
     fn check_fields(&self) -> Result<()> {
         let bad = |what: String| Err(Error::CorruptHeader(what));
-        let unsupported = |what: String| Err(Error::Unsupported(what));
         if self.mode > 1 {
-            return unsupported(format!("unknown mode {}", self.mode));
+            return bad(format!("unknown mode {}", self.mode));
         }
         let known = FLAG_STORED | FLAG_SCALED | FLAG_NARROWED | FLAG_SHIFTED | FLAG_PLANAR;
         if self.flags & !known != 0 {
-            return unsupported(format!("unknown flags {:#04x}", self.flags));
+            return bad(format!("unknown flags {:#04x}", self.flags));
         }
         if self.is_planar() && self.is_stored() {
             return bad("planar components in a stored chunk".into());
@@ -541,13 +564,13 @@ impl Header {
             return bad("reserved bytes are not zero".into());
         }
         if self.predictor != 0 && Predictor::from_id(self.predictor.into()).is_none() {
-            return unsupported(format!("unknown predictor {}", self.predictor));
+            return bad(format!("unknown predictor {}", self.predictor));
         }
         if self.residual_map != 0 && ResidualMap::from_id(self.residual_map.into()).is_none() {
-            return unsupported(format!("unknown residual map {}", self.residual_map));
+            return bad(format!("unknown residual map {}", self.residual_map));
         }
         if Coder::from_id(self.coder.into()).is_none() {
-            return unsupported(format!("unknown residual coder {}", self.coder));
+            return bad(format!("unknown residual coder {}", self.coder));
         }
         if self.spatial.stride > 0 && self.spatial.run < self.spatial.stride {
             return bad(format!(
@@ -679,9 +702,9 @@ pub fn write_brief(
     let decoded = shape.iter().product::<u64>() * word_size;
     let start = out.len();
     out.extend_from_slice(&MAGIC);
-    out.push(VERSION_BRIEF);
     match brief_shape_len(shape, decoded) {
         Some(_) => {
+            out.push(version_byte(VERSION_BRIEF, 0));
             out.extend_from_slice(&[element.to_byte(), pipeline, shape.len() as u8]);
             shape.iter().for_each(|&d| write_varint(d, out));
         }
@@ -691,6 +714,7 @@ pub fn write_brief(
                 scalar: false,
                 ..element
             };
+            out.push(version_byte(VERSION_BRIEF, MINOR_UNSHAPED));
             out.extend_from_slice(&[flat.to_byte(), pipeline | BRIEF_UNSHAPED]);
             write_varint(decoded, out);
         }

@@ -19,7 +19,8 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9 (this build reads versions up to 4)"
+        "karoo: unsupported chunk format version 9.0 (this build reads 1.0, 2.0, 3.0, 4.1; \
+         written by a later karoo?)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
     for bit in (0..packed.len() * 8).step_by(13) {
@@ -69,7 +70,7 @@ fn swapped_tiles_with_a_consistent_header_are_rejected() {
     assert!(
         matches!(
             err,
-            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. } | Error::Unsupported(_)
+            Error::ChecksumMismatch { .. } | Error::CorruptBlock { .. }
         ),
         "{err}"
     );
@@ -421,7 +422,7 @@ fn the_element_type_is_recorded_and_checked() {
     unknown[14] = 0x25;
     assert_eq!(
         decompress(&unknown).unwrap_err().to_string(),
-        "karoo: unsupported chunk: unknown element type 0x25 (written by a later karoo?)"
+        "karoo: corrupt chunk: unknown element type 0x25"
     );
 }
 
@@ -483,16 +484,36 @@ fn corrupt_brief_chunks_are_rejected() {
     }
 }
 
-/// Values a later format revision may define (flag bits, ids, compressors) are refused
-/// as unsupported, apart from corrupt chunks, with an error naming the value.
+/// A format version this build does not read is refused as unsupported, naming it (a
+/// later minor version of a major version it reads too); a value this build does not
+/// know in a chunk of a version it reads is corrupt, since a version promises every value
+/// it may hold.
 #[test]
-fn values_a_later_karoo_may_write_are_unsupported_not_corrupt() {
+fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() {
     use karoo::internals::{brief_chunk, Compressor, Header, Pipeline, Transform};
     use karoo::ElementType;
-    let later =
-        |what: &str| format!("karoo: unsupported chunk: {what} (written by a later karoo?)");
     let data = smooth_f32(&[64, 512], 9);
     let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
+    assert_eq!(packed[4], 0x03, "version 3.0");
+    for (byte, version) in [
+        (0x13, "3.1"),
+        (0x24, "4.2"),
+        (0x05, "5.0"),
+        (0x00, "0.0"),
+        (0xf2, "2.15"),
+    ] {
+        let mut later = packed.clone();
+        later[4] = byte;
+        let err = decompress(&later).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "karoo: unsupported chunk format version {version} (this build reads 1.0, 2.0, \
+                 3.0, 4.1; written by a later karoo?)"
+            )
+        );
+        assert!(matches!(err, Error::UnsupportedVersion { .. }));
+    }
     let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
     let mut forged = Vec::new();
     Header {
@@ -501,35 +522,53 @@ fn values_a_later_karoo_may_write_are_unsupported_not_corrupt() {
     }
     .write(&mut forged);
     forged.extend_from_slice(&packed[len..]);
-    let err = decompress(&forged).unwrap_err();
     assert_eq!(
-        err.to_string(),
-        later(&format!("unknown flags {:#04x}", header.flags | 0x20))
+        decompress(&forged).unwrap_err().to_string(),
+        format!(
+            "karoo: corrupt chunk: unknown flags {:#04x}",
+            header.flags | 0x20
+        )
     );
     let mut tile = packed.clone();
     tile[len + 1] = tile[len + 1] & 0xf0 | 15;
     assert_eq!(
         decompress(&tile).unwrap_err().to_string(),
-        later("block 0: unknown residual coder 15")
+        "karoo: corrupt chunk: block 0: unknown residual coder 15"
     );
     let mut map = packed.clone();
     map[len + 1] = map[len + 1] & 0x0f | 9 << 4;
     assert_eq!(
         decompress(&map).unwrap_err().to_string(),
-        later("block 0: unknown residual map 9")
+        "karoo: corrupt chunk: block 0: unknown residual map 9"
     );
-    // A brief chunk (format version 4) of a compressor this build does not know.
+    // Brief chunks: version 4.0 with a shape, 4.1 with the unshaped bit.
     let stored = Pipeline {
         transform: Transform::None,
         compressor: Compressor::None,
     };
     let brief = brief_chunk(&data, 4, &[64, 512], ElementType::default(), stored, None).unwrap();
+    assert_eq!(brief[4], 0x04, "version 4.0");
+    let unshaped = brief_chunk(
+        &data,
+        4,
+        &[1, 2, 1, 16384, 1],
+        ElementType::default(),
+        stored,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (unshaped[4], unshaped[6] & 8),
+        (0x14, 8),
+        "version 4.1, the unshaped bit"
+    );
+    assert_eq!(decompress(&unshaped).unwrap(), data);
     for compressor in [6u8, 7] {
         let mut forged = brief.clone();
         forged[6] = forged[6] & !7 | compressor;
         assert_eq!(
             decompress(&forged).unwrap_err().to_string(),
-            later(&format!("unknown whole-chunk compressor {compressor}"))
+            format!("karoo: corrupt chunk: unknown whole-chunk compressor {compressor}")
         );
     }
     // A known compressor with a transform it does not take is corrupt.

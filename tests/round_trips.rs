@@ -180,11 +180,11 @@ fn a_tiny_chunk_is_stored_behind_twelve_bytes() {
     let mut rng = SmallRng::seed_from_u64(12);
     let data: Vec<u8> = (0..32).map(|_| rng.gen()).collect();
     // The shape's 5 varints take more bytes than the decoded size's one: the header
-    // records the size behind the unshaped bit, with no rank byte: magic, version,
+    // records the size behind the unshaped bit, with no rank byte: magic, version 4.1,
     // element type, pipeline (8-byte words, stored, unshaped), the size 32, the checksum.
     let packed = round_trip(&data, &Params::new(8, &[1, 1, 1, 2, 2]));
     assert_eq!(packed.len(), data.len() + 12);
-    assert_eq!(&packed[..8], b"KARO\x04\x00\xc8\x20");
+    assert_eq!(&packed[..8], b"KARO\x14\x00\xc8\x20");
     assert_eq!(&packed[12..], &data[..]);
 }
 

@@ -507,13 +507,14 @@ fn describe(input: &[u8]) -> Result<String, String> {
     karoo::decoded_len(input, u64::MAX).map_err(|e| e.to_string())?;
     let (header, header_len) = Header::parse(input, u64::MAX).map_err(|e| e.to_string())?;
     if let Some(pipeline) = header.whole_pipeline() {
-        return Ok(describe_brief(&header, pipeline.name(), input.len()));
+        return Ok(describe_brief(&header, header_len, pipeline.name(), input));
     }
     let mode = match header.mode {
         0 => "fast",
         _ => "archive",
     };
-    let mut codings: Vec<(String, usize)> = Vec::new();
+    // Each coding's tile count and payload bytes, in order of first use.
+    let mut codings: Vec<(String, usize, usize)> = Vec::new();
     if !header.is_stored() {
         let mut at = header_len;
         if header.is_scaled() {
@@ -522,25 +523,33 @@ fn describe(input: &[u8]) -> Result<String, String> {
             at += len;
         }
         for &size in &header.tile_sizes {
-            let payload = &input[at..at + size as usize];
-            at += size as usize;
-            let name = coding_name(payload);
-            match codings.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, count)) => *count += 1,
-                None => codings.push((name, 1)),
+            let size = size as usize;
+            let name = coding_name(&input[at..at + size]);
+            at += size;
+            match codings.iter_mut().find(|(n, _, _)| *n == name) {
+                Some((_, count, bytes)) => {
+                    *count += 1;
+                    *bytes += size;
+                }
+                None => codings.push((name, 1, size)),
             }
         }
     }
     let shape: Vec<String> = header.decoded_shape().iter().map(u64::to_string).collect();
-    let codings: Vec<String> = codings
+    let counts: Vec<String> = codings
         .iter()
-        .map(|(name, count)| format!("\"{name}\": {count}"))
+        .map(|(name, count, _)| format!("\"{name}\": {count}"))
+        .collect();
+    let bytes: Vec<String> = codings
+        .iter()
+        .map(|(name, _, bytes)| format!("\"{name}\": {bytes}"))
         .collect();
     Ok(format!(
         "{{\"mode\": \"{mode}\", \"stored\": {}, \"word_size\": {}, \"shape\": [{}], \
          \"time_axis\": {}, \"lag\": {}, \"decoded_size\": {}, \"encoded_size\": {}, \
-         \"tiles\": {}, \"codings\": {{{}}}, \"scaled_integers\": {}, \"narrowed_float64\": {}, \
-         \"planar_components\": {}}}",
+         \"tiles\": {}, \"codings\": {{{}}}, \"coding_bytes\": {{{}}}, \"scaled_integers\": {}, \
+         \"narrowed_float64\": {}, \"planar_components\": {}, \"shifted_bits\": {}, \
+         \"format_version\": \"{}\"}}",
         header.is_stored(),
         header.word_size,
         shape.join(", "),
@@ -550,31 +559,46 @@ fn describe(input: &[u8]) -> Result<String, String> {
         header.decoded_size,
         input.len(),
         header.tile_sizes.len(),
-        codings.join(", "),
+        counts.join(", "),
+        bytes.join(", "),
         header.is_scaled(),
         header.is_narrowed(),
-        header.is_planar()
+        header.is_planar(),
+        header.shift,
+        format_version(input[4]),
     ))
 }
 
+/// A version byte as `major.minor` (docs/format.md, "Versions").
+fn format_version(byte: u8) -> String {
+    format!("{}.{}", byte & 15, byte >> 4)
+}
+
 /// The JSON description of a brief chunk (format version 4): no mode, time axis or tiles
-/// recorded; the pipeline that codes it whole.
-fn describe_brief(header: &Header, pipeline: String, encoded_size: usize) -> String {
+/// recorded; the pipeline that codes it whole (its payload, after the `header_len`
+/// header bytes, counted as that coding's bytes).
+fn describe_brief(header: &Header, header_len: usize, pipeline: String, input: &[u8]) -> String {
     let shape: Vec<String> = header.decoded_shape().iter().map(u64::to_string).collect();
-    let codings = if header.is_stored() {
-        String::new()
+    let (codings, bytes) = if header.is_stored() {
+        (String::new(), String::new())
     } else {
-        format!("\"{pipeline}\": 1")
+        (
+            format!("\"{pipeline}\": 1"),
+            format!("\"{pipeline}\": {}", input.len() - header_len),
+        )
     };
     format!(
         "{{\"mode\": null, \"stored\": {}, \"pipeline\": \"{pipeline}\", \"word_size\": {}, \
          \"shape\": [{}], \"time_axis\": null, \"lag\": null, \"decoded_size\": {}, \
-         \"encoded_size\": {encoded_size}, \"tiles\": 0, \"codings\": {{{codings}}}, \
-         \"scaled_integers\": false, \"narrowed_float64\": false, \"planar_components\": false}}",
+         \"encoded_size\": {}, \"tiles\": 0, \"codings\": {{{codings}}}, \
+         \"coding_bytes\": {{{bytes}}}, \"scaled_integers\": false, \"narrowed_float64\": false, \
+         \"planar_components\": false, \"shifted_bits\": 0, \"format_version\": \"{}\"}}",
         header.is_stored(),
         header.word_size,
         shape.join(", "),
         header.decoded_size,
+        input.len(),
+        format_version(input[4]),
     )
 }
 

@@ -143,6 +143,9 @@ def test_describe_reports_the_codings():
     assert info["mode"] == "fast" and not info["stored"] and info["planar_components"] is False
     assert sum(info["codings"].values()) == info["tiles"]
     assert all(name.startswith("previous/") for name in info["codings"])
+    assert info["coding_bytes"].keys() == info["codings"].keys()
+    assert 0 < sum(info["coding_bytes"].values()) < info["encoded_size"]
+    assert info["format_version"] == "3.0" and info["shifted_bits"] == 0
 
 
 def test_decoding_releases_the_gil():
@@ -214,6 +217,7 @@ def test_chunks_that_do_not_compress_cost_at_most_16_bytes(mode):
         assert len(chunk) <= data.nbytes + 16, (shape, len(chunk))
         info = karoo.describe(chunk)
         assert (info["stored"], info["pipeline"], info["mode"]) == (True, "stored", None)
+        assert info["format_version"] == "4.0"
         back = karoo.decompress(chunk)
         assert back.dtype == data.dtype and back.shape == data.shape
         assert same_bits(back, data)
@@ -223,9 +227,10 @@ def test_a_brief_chunk_whose_shape_costs_more_decodes_flat():
     rng = np.random.default_rng(6)
     data = rng.integers(0, 2**32, size=(2, 300, 1, 300, 1), dtype=np.uint32).view(np.float32)
     chunk = karoo.compress(data, mode="fast")
-    # magic, version, element type, pipeline with the unshaped bit, the size as a
+    # magic, version 4.1, element type, pipeline with the unshaped bit, the size as a
     # varint (3 bytes), checksum.
-    assert bytes(chunk[4:7]) == b"\x04\x04\x88"
+    assert bytes(chunk[4:7]) == b"\x14\x04\x88"
     assert len(chunk) == data.nbytes + 14
+    assert karoo.describe(chunk)["format_version"] == "4.1"
     back = karoo.decompress(chunk)
     assert back.shape == (data.size,) and same_bits(back, data.ravel())

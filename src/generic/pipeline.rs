@@ -80,12 +80,6 @@ impl Compressor {
     ];
 }
 
-/// Whether the compressor `byte` (a pipeline byte) names is one this build knows (it may
-/// still not take the transform the byte names).
-pub fn is_known(byte: u8) -> bool {
-    usize::from(byte & 0x0f) < Compressor::ALL.len()
-}
-
 impl Pipeline {
     /// The pipeline byte (bits 0-3 compressor, 4-5 transform, 6-7 log2 of the word size).
     pub fn to_byte(self, word_size: usize) -> u8 {
