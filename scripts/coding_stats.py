@@ -11,8 +11,8 @@ Each chunk is compressed by `karoo.compress` as the plugin would code it (time o
 and described by `karoo.describe` (its tiles' codings and their payload bytes, without
 decoding); edge chunks are coded as they are, without HDF5's padding. For each choice the
 table gives the cases (workload x chunking) in which some chunk uses it, and its share of
-all tiles and of all coded payload bytes in the mode; a brief chunk (coded whole) counts as
-one tile of its pipeline.
+the mode's coded bytes: tile payloads by their coding, brief chunks (coded whole) whole by
+their pipeline, header flags by the chunks that set them.
 """
 
 import argparse
@@ -43,47 +43,41 @@ def parse_args():
 
 
 class Tally:
-    """One mode's choices: per kind ("coder", ...) and name, the cases, tiles and bytes."""
+    """One mode's choices: per kind ("coder", ...) and name, the cases using it and its bytes."""
 
     def __init__(self):
         self.cases = collections.defaultdict(set)
-        self.tiles = collections.Counter()
         self.bytes = collections.Counter()
-        self.total_tiles = 0
         self.total_bytes = 0
         self.case_count = 0
 
-    def add(self, case, kind, name, tiles, nbytes):
+    def add(self, case, kind, name, nbytes):
         self.cases[kind, name].add(case)
-        self.tiles[kind, name] += tiles
         self.bytes[kind, name] += nbytes
 
     def chunk(self, case, info):
         """Adds one chunk's description."""
+        self.add(case, "chunk", f"version {info['format_version']}", info["encoded_size"])
+        if info["mode"] is None:
+            pipeline = info["pipeline"]
+            self.add(case, "pipeline", pipeline, info["encoded_size"])
+            self.total_bytes += info["encoded_size"]
+            return
         flags = [name for name in ("scaled_integers", "narrowed_float64", "planar_components") if info[name]]
         if info["shifted_bits"]:
             flags.append("shifted")
         if info["stored"]:
             flags.append("stored")
         for flag in flags:
-            self.add(case, "flag", flag, 1, info["encoded_size"])
-        self.add(case, "chunk", f"version {info['format_version']}", 1, info["encoded_size"])
-        if info["mode"] is None:
-            pipeline = info["pipeline"]
-            self.add(case, "pipeline", pipeline, 1, info["encoded_size"])
-            self.total_tiles += 1
-            self.total_bytes += info["encoded_size"]
-            return
-        for coding, tiles in info["codings"].items():
-            nbytes = info["coding_bytes"][coding]
+            self.add(case, "flag", flag, info["encoded_size"])
+        for coding, nbytes in info["coding_bytes"].items():
             predictor, map_, coder = coding.split("/")
             spatial = predictor.endswith("+spatial")
-            self.add(case, "predictor", predictor.removesuffix("+spatial"), tiles, nbytes)
-            self.add(case, "map", map_, tiles, nbytes)
-            self.add(case, "coder", coder, tiles, nbytes)
+            self.add(case, "predictor", predictor.removesuffix("+spatial"), nbytes)
+            self.add(case, "map", map_, nbytes)
+            self.add(case, "coder", coder, nbytes)
             if spatial:
-                self.add(case, "flag", "spatial first row", tiles, nbytes)
-            self.total_tiles += tiles
+                self.add(case, "flag", "spatial first row", nbytes)
             self.total_bytes += nbytes
 
 
@@ -112,7 +106,7 @@ def report(emit, tallies, known):
     for kind, title, names in known:
         emit(f"## {title}")
         emit()
-        emit("| " + " | ".join([kind] + [f"{m}: cases, tiles, bytes" for m in MODES]) + " |")
+        emit("| " + " | ".join([kind] + [f"{m}: cases, bytes" for m in MODES]) + " |")
         emit("|---" * (1 + len(MODES)) + "|")
         seen = {name for t in tallies.values() for (k, name) in t.cases if k == kind}
         for name in list(names) + sorted(seen - set(names)):
@@ -123,9 +117,7 @@ def report(emit, tallies, known):
                 if cases == 0:
                     cells.append("never")
                     continue
-                tiles, whole_tiles = t.tiles[kind, name], t.total_tiles
-                cells.append(f"{cases} of {t.case_count}, {share(tiles, whole_tiles)}, "
-                             f"{share(t.bytes[kind, name], t.total_bytes)}")
+                cells.append(f"{cases} of {t.case_count}, {share(t.bytes[kind, name], t.total_bytes)}")
             emit(f"| {name} | " + " | ".join(cells) + " |")
         emit()
     never = [(kind, name) for kind, _, names in known if kind in ("coder", "predictor", "map")
@@ -164,8 +156,9 @@ def main():
     emit()
     emit(f"{len(datasets.uvh5_files(data_dir))} UVH5 files and the generated workloads of "
          "docs/compression.md, each chunking a case; level "
-         f"{args.level or 'default'}. Each cell: the cases in which some chunk uses it, its share "
-         "of the mode's tiles, its share of the mode's coded payload bytes.")
+         f"{args.level or 'default'}. Each cell: the cases in which some chunk uses it, and its share "
+         "of the mode's coded bytes (tile payloads by coding, brief chunks whole, flags by the "
+         "chunks that set them).")
     emit()
     report(emit, tallies, known)
     text = "\n".join(lines) + "\n"
