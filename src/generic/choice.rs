@@ -10,6 +10,15 @@ use crate::params::{Mode, Params, MAX_LEVEL};
 const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
 /// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`]).
 const SAMPLE_SHARE: usize = 16;
+/// The heavy compressors' gain over Zstandard 3 is first measured on this fraction of
+/// the sample (the middle), when that is at least [`PART_LEAST_BYTES`].
+const PART_SHARE: usize = 4;
+/// The smallest part of a sample a gain is measured on.
+const PART_LEAST_BYTES: usize = 1 << 14;
+/// A heavy compressor whose gain on the part puts its estimate for the chunk within
+/// 1/this above the room is still tried on the whole sample (the gain on a part may
+/// fall short of the gain on the whole).
+const PART_SLACK: usize = 16;
 
 /// The brief chunk of `data` (of `shape` in words) that is smaller than `tiled_len`
 /// bytes (the chunk as tiles code it), the smallest of those the effort level of
@@ -51,7 +60,9 @@ pub(crate) fn smallest(
 /// else words); in fast mode LZ4 after a byte shuffle of words; in archive mode, when
 /// Zstandard at level 3 after the best of the byte shuffles comes within 1/8 of `room`
 /// (the heavier compressors do better still), Zstandard at level 19 and bzip2 after
-/// that shuffle, each when its own trial on the sample comes under `room`.
+/// that shuffle, each when its gain over Zstandard 3 on the middle quarter of a sample
+/// of 64 KiB or more puts it within 1/16 of `room`, and its own trial on the sample
+/// then comes under `room`.
 fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Option<Vec<u8>>)> {
     let w = params.word_size;
     let complex = params.components == 2;
@@ -145,16 +156,34 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 .filter(fits)
                 .map(|p| (trial(p, Effort::Estimate).0, p.transform))
                 .min_by_key(|&(len, _)| len);
-            // The heavy compressors' own trials on the sample decide.
+            // The heavy compressors' own trials on the sample decide, for those whose
+            // gain over Zstandard 3 on a part of the sample brings them near `room`.
             let heavy = match best {
-                Some((len, transform)) if len < room + room / 8 => kept(
-                    &[
+                Some((len, transform)) if len < room + room / 8 => {
+                    let heavy = [
                         with(&[transform], Compressor::Zstd),
                         with(&[transform], Compressor::Bzip2),
                     ]
-                    .concat(),
-                    Effort::Full,
-                ),
+                    .concat();
+                    let promising = match part(sample, 2 * w) {
+                        Some(part) => {
+                            let light = Pipeline {
+                                transform,
+                                compressor: Compressor::Zstd,
+                            };
+                            let light = pipeline::encode(part, w, light, Effort::Estimate).len();
+                            heavy
+                                .into_iter()
+                                .filter(|&p| {
+                                    let coded = pipeline::encode(part, w, p, Effort::Full).len();
+                                    len * coded / light.max(1) < room + room / PART_SLACK
+                                })
+                                .collect()
+                        }
+                        None => heavy,
+                    };
+                    kept(&promising, Effort::Full)
+                }
                 _ => Vec::new(),
             };
             [heavy, kept(&[bitshuffle], Effort::Estimate)].concat()
@@ -174,6 +203,14 @@ fn sample(data: &[u8], unit: usize) -> &[u8] {
     &data[start..start + len]
 }
 
+/// The middle [`PART_SHARE`]-th of `sample`, cut at multiples of `unit` bytes, where
+/// that is at least [`PART_LEAST_BYTES`].
+fn part(sample: &[u8], unit: usize) -> Option<&[u8]> {
+    let len = sample.len() / PART_SHARE / unit * unit;
+    let start = (sample.len() - len) / 2 / unit * unit;
+    (len >= PART_LEAST_BYTES).then(|| &sample[start..start + len])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +227,16 @@ mod tests {
         assert_eq!(sample(&small, 8).len(), 1000);
         let odd = vec![0u8; WHOLE_SAMPLE_BYTES + 12];
         assert_eq!(sample(&odd, 16).len() % 16, 0);
+    }
+
+    #[test]
+    fn a_part_is_the_middle_quarter_of_a_sample_of_64_kib_or_more() {
+        let data = vec![0u8; 100_000];
+        let quarter = part(&data, 16).unwrap();
+        assert_eq!(quarter.len(), 25_000 / 16 * 16);
+        let start = quarter.as_ptr() as usize - data.as_ptr() as usize;
+        assert_eq!(start, (100_000 - quarter.len()) / 2 / 16 * 16);
+        assert!(part(&data[..4 * PART_LEAST_BYTES], 8).is_some());
+        assert!(part(&data[..4 * PART_LEAST_BYTES - 8], 8).is_none());
     }
 }
