@@ -1227,55 +1227,36 @@ fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
             compressor: Compressor::Bitshuffle,
         }),
     ));
+    // Float chunks of `shape` in archive mode, brief through `pipeline`.
+    let float_case = |name: &str, data: Vec<u8>, word: usize, shape: &[usize], pipeline| {
+        let mut params = params(word, shape, Mode::Archive);
+        params.element_type.kind = TypeKind::Float;
+        let name = name.into();
+        (Case { name, data, params }, Some(pipeline))
+    };
+    let words_zstd = Pipeline {
+        transform: Transform::Words,
+        compressor: Compressor::Zstd,
+    };
     // A shape whose varints take more than 4 bytes: the decoded size instead (the fixture
     // holds the rank byte 0 of encoders before the unshaped bit).
-    out.push((
-        Case {
-            name: "v4_f32_unshaped_zstd".into(),
-            data: f32_bytes(&series(&[2, 300], 43)),
-            params: {
-                let mut p = params(4, &[1, 2, 1, 300, 1], Mode::Archive);
-                p.element_type.kind = TypeKind::Float;
-                p
-            },
-        },
-        Some(Pipeline {
-            transform: Transform::Words,
-            compressor: Compressor::Zstd,
-        }),
+    let data = f32_bytes(&series(&[2, 300], 43));
+    out.push(float_case(
+        "v4_f32_unshaped_zstd",
+        data,
+        4,
+        &[1, 2, 1, 300, 1],
+        words_zstd,
     ));
     // The unshaped bit: a stored chunk of fewer than 128 bytes behind a 12-byte header
-    // (the fixture is of version 4.0, written before minor versions were recorded).
-    out.push((
-        Case {
-            name: "v4_f64_unshaped_stored".into(),
-            data: f64_bytes(&series(&[1, 12], 46)),
-            params: {
-                let mut p = params(8, &[1, 1, 2, 1, 6], Mode::Archive);
-                p.element_type.kind = TypeKind::Float;
-                p
-            },
-        },
-        Some(Pipeline {
-            transform: Transform::None,
-            compressor: Compressor::None,
-        }),
-    ));
-    // The same in version 4.1, which encoders write with the unshaped bit.
-    out.push((
-        Case {
-            name: "v4_1_f64_unshaped_stored".into(),
-            data: f64_bytes(&series(&[1, 12], 47)),
-            params: {
-                let mut p = params(8, &[1, 1, 2, 1, 6], Mode::Archive);
-                p.element_type.kind = TypeKind::Float;
-                p
-            },
-        },
-        Some(Pipeline {
-            transform: Transform::None,
-            compressor: Compressor::None,
-        }),
-    ));
+    // (the fixture is of version 4.0, written before minor versions were recorded), and
+    // the same in version 4.1, which encoders write with the unshaped bit.
+    for (name, seed) in [
+        ("v4_f64_unshaped_stored", 46),
+        ("v4_1_f64_unshaped_stored", 47),
+    ] {
+        let data = f64_bytes(&series(&[1, 12], seed));
+        out.push(float_case(name, data, 8, &[1, 1, 2, 1, 6], stored));
+    }
     out
 }
