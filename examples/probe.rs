@@ -6,7 +6,8 @@
 //! `KAROO_PROBE_SHAPE`). `KAROO_PROBE_WORD` sets the word size in bytes (default 4) and
 //! `KAROO_PROBE_INTEGER=1` codes the words as integers; `KAROO_PROBE_ONLY=compress` (or
 //! `decompress`) runs the other direction once, for profiles of one;
-//! `KAROO_PROBE_THREADS` codes on that many threads (default 1); `KAROO_PROBE_OUT` names
+//! `KAROO_PROBE_THREADS` codes on that many threads (default 1); `KAROO_PROBE_LEVEL` sets
+//! the effort level (default 0, the mode's default); `KAROO_PROBE_OUT` names
 //! a file the compressed chunk is written to; `KAROO_PROBE_GAP_US` spins that long before
 //! each run, as HDF5 works between chunks while the pool's workers fall asleep. Compresses and decompresses into one
 //! buffer each, reused, as the HDF5 filter's buffers are.
@@ -62,6 +63,8 @@ fn main() {
             Mode::Fast
         },
         element,
+        level: std::env::var("KAROO_PROBE_LEVEL")
+            .map_or(0, |l| l.parse().expect("KAROO_PROBE_LEVEL: 0 to 9")),
         ..Params::new(word, &shape(rows, elements))
     };
     let only = std::env::var("KAROO_PROBE_ONLY").unwrap_or_default();
