@@ -71,7 +71,7 @@ impl Error {
     }
 }
 
-/// The versions this build reads, newest minor of each major: "1.0, 2.0, 3.0, 4.1".
+/// The versions this build reads, newest minor of each major: "1.0, 2.0, 3.0, 4.2".
 fn read_versions() -> String {
     let versions: Vec<String> = READ_VERSIONS
         .iter()

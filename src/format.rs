@@ -1,6 +1,6 @@
 //! The self-describing chunk format: header layout, writing and validated parsing. The
 //! format is specified in docs/format.md ("Chunk header", "Brief chunks", "Versions");
-//! encoders write versions 3.0, 4.0 and 4.1, decoders read [`READ_VERSIONS`].
+//! encoders write versions 3.0, 4.0, 4.1 and 4.2, decoders read [`READ_VERSIONS`].
 //!
 //! The tile payloads follow the header (and the scale section), in tile order; each
 //! starts with the predictor, residual map and coder it was coded with (see `tile`).
@@ -30,13 +30,15 @@ pub const VERSION_BRIEF: u8 = 4;
 pub const BRIEF_UNSHAPED: u8 = 8;
 /// The minor version of [`VERSION_BRIEF`] that adds [`BRIEF_UNSHAPED`].
 pub const MINOR_UNSHAPED: u8 = 1;
+/// The minor version of [`VERSION_BRIEF`] that adds compressor 6, byte delta + Zstandard.
+pub const MINOR_BYTE_DELTA: u8 = 2;
 /// Every major format version this build reads, with the newest minor version of it that
 /// it reads (docs/format.md, "Versions").
 pub const READ_VERSIONS: [(u8, u8); 4] = [
     (VERSION_FIXED, 0),
     (VERSION_COMPACT, 0),
     (VERSION, 0),
-    (VERSION_BRIEF, MINOR_UNSHAPED),
+    (VERSION_BRIEF, MINOR_BYTE_DELTA),
 ];
 
 /// The version byte of major version `major` and minor version `minor`.
@@ -268,6 +270,14 @@ impl Header {
         let byte6 = r.u8()?;
         let pipeline = byte6 & !BRIEF_UNSHAPED;
         let (whole, w) = Pipeline::from_byte(pipeline).map_err(bad)?;
+        let minor = input[4] >> 4;
+        if whole.minor_version() > minor {
+            return Err(bad(format!(
+                "{} in a version {VERSION_BRIEF}.{minor} chunk (added in version {VERSION_BRIEF}.{})",
+                whole.name(),
+                whole.minor_version()
+            )));
+        }
         let rank = if byte6 & BRIEF_UNSHAPED != 0 {
             0
         } else {
@@ -690,7 +700,8 @@ fn brief_shape_len(shape: &[u64], decoded: u64) -> Option<usize> {
 /// `pipeline` byte (whose bits 6-7 give the word size), the shape (in words) or, where
 /// that is longer (see [`brief_header_len`]), the unshaped bit and the decoded size, and the checksum sealing
 /// `content` (XXH3-64 of the decoded bytes) with the bytes before it. Without the shape,
-/// the element type's Fortran-order and scalar bits are cleared.
+/// the element type's Fortran-order and scalar bits are cleared. The version is the
+/// lowest minor version of 4 that the pipeline and the unshaped bit need.
 pub fn write_brief(
     element: ElementType,
     pipeline: u8,
@@ -700,11 +711,12 @@ pub fn write_brief(
 ) {
     let word_size = 1u64 << (pipeline >> 6);
     let decoded = shape.iter().product::<u64>() * word_size;
+    let needs = Pipeline::from_byte(pipeline).map_or(0, |(p, _)| p.minor_version());
     let start = out.len();
     out.extend_from_slice(&MAGIC);
     match brief_shape_len(shape, decoded) {
         Some(_) => {
-            out.push(version_byte(VERSION_BRIEF, 0));
+            out.push(version_byte(VERSION_BRIEF, needs));
             out.extend_from_slice(&[element.to_byte(), pipeline, shape.len() as u8]);
             shape.iter().for_each(|&d| write_varint(d, out));
         }
@@ -714,7 +726,7 @@ pub fn write_brief(
                 scalar: false,
                 ..element
             };
-            out.push(version_byte(VERSION_BRIEF, MINOR_UNSHAPED));
+            out.push(version_byte(VERSION_BRIEF, needs.max(MINOR_UNSHAPED)));
             out.extend_from_slice(&[flat.to_byte(), pipeline | BRIEF_UNSHAPED]);
             write_varint(decoded, out);
         }

@@ -364,6 +364,7 @@ fn golden_chunks_cover_every_coding_path() {
         (3, 0..3),
         (4, 0..3),
         (5, 1..3),
+        (6, 0..3),
     ] {
         for transform in transforms {
             assert!(
@@ -391,6 +392,18 @@ fn golden_chunks_cover_every_coding_path() {
         has(&|l| l.contains(" v4 ") && !l.contains(" rank=0 ")),
         "brief, shaped"
     );
+    for (unshaped, what) in [(false, "shaped"), (true, "unshaped")] {
+        assert!(
+            pipelines
+                .iter()
+                .any(|&p| p & 7 == 6 && (p & 8 != 0) == unshaped)
+                && lines
+                    .iter()
+                    .filter(|l| l.contains(" v4.2 "))
+                    .any(|l| l.contains(" rank=0 ") == unshaped),
+            "brief, byte delta + Zstandard (version 4.2), {what}"
+        );
+    }
     assert!(has(&|l| l.contains(" mode=1 ")), "archive mode");
     // Column-split tiles: fewer columns per tile than the row holds.
     assert!(has(&|l| l.contains("column_tiles")), "column-split tiles");
@@ -1258,5 +1271,36 @@ fn brief_cases() -> Vec<(Case, Option<Pipeline>)> {
         let data = f64_bytes(&series(&[1, 12], seed));
         out.push(float_case(name, data, 8, &[1, 1, 2, 1, 6], stored));
     }
+    // Byte delta + Zstandard (version 4.2): after no shuffle and each byte shuffle, and
+    // with the unshaped bit.
+    for (transform, shuffle) in [
+        (Transform::None, "bytes"),
+        (Transform::Words, "words"),
+        (Transform::Elements, "elements"),
+    ] {
+        out.push((
+            Case {
+                name: format!("v4_2_complex64_{shuffle}_bytedelta_zstd"),
+                data: floats.clone(),
+                params: visibilities.clone(),
+            },
+            Some(Pipeline {
+                transform,
+                compressor: Compressor::ByteDeltaZstd,
+            }),
+        ));
+    }
+    let delta_words = Pipeline {
+        transform: Transform::Words,
+        compressor: Compressor::ByteDeltaZstd,
+    };
+    let data = f32_bytes(&series(&[2, 300], 48));
+    out.push(float_case(
+        "v4_2_f32_unshaped_bytedelta_zstd",
+        data,
+        4,
+        &[1, 2, 1, 300, 1],
+        delta_words,
+    ));
     out
 }

@@ -19,7 +19,7 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9.0 (this build reads 1.0, 2.0, 3.0, 4.1; \
+        "karoo: unsupported chunk format version 9.0 (this build reads 1.0, 2.0, 3.0, 4.2; \
          written by a later karoo?)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
@@ -446,7 +446,7 @@ fn corrupt_brief_chunks_are_rejected() {
         };
         let chunk = brief_chunk(&data, 4, &[8, 96], ElementType::default(), pipeline, None)
             .expect("a brief chunk");
-        assert_eq!(chunk[4], 4, "{compressor:?}: version 4");
+        assert_eq!(chunk[4] & 15, 4, "{compressor:?}: version 4");
         assert_eq!(decompress(&chunk).unwrap(), data, "{compressor:?}");
         let header_len = 8 + 3 + 4;
         let mut caught = 0;
@@ -497,7 +497,7 @@ fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() 
     assert_eq!(packed[4], 0x03, "version 3.0");
     for (byte, version) in [
         (0x13, "3.1"),
-        (0x24, "4.2"),
+        (0x34, "4.3"),
         (0x05, "5.0"),
         (0x00, "0.0"),
         (0xf2, "2.15"),
@@ -509,7 +509,7 @@ fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() 
             err.to_string(),
             format!(
                 "karoo: unsupported chunk format version {version} (this build reads 1.0, 2.0, \
-                 3.0, 4.1; written by a later karoo?)"
+                 3.0, 4.2; written by a later karoo?)"
             )
         );
         assert!(matches!(err, Error::UnsupportedVersion { .. }));
@@ -563,12 +563,31 @@ fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() 
         "version 4.1, the unshaped bit"
     );
     assert_eq!(decompress(&unshaped).unwrap(), data);
-    for compressor in [6u8, 7] {
-        let mut forged = brief.clone();
-        forged[6] = forged[6] & !7 | compressor;
+    let mut forged = brief.clone();
+    forged[6] = forged[6] & !7 | 7;
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        "karoo: corrupt chunk: unknown whole-chunk compressor 7"
+    );
+    // Compressor 6 (byte delta + Zstandard) is written as version 4.2, and is corrupt in
+    // a chunk of an earlier minor version, which could not hold it.
+    let delta = Pipeline {
+        transform: Transform::Words,
+        compressor: Compressor::ByteDeltaZstd,
+    };
+    let brief_delta =
+        brief_chunk(&data, 4, &[64, 512], ElementType::default(), delta, None).unwrap();
+    assert_eq!(brief_delta[4], 0x24, "version 4.2");
+    assert_eq!(decompress(&brief_delta).unwrap(), data);
+    for (byte, version) in [(0x04, "4.0"), (0x14, "4.1")] {
+        let mut forged = brief_delta.clone();
+        forged[4] = byte;
         assert_eq!(
             decompress(&forged).unwrap_err().to_string(),
-            format!("karoo: corrupt chunk: unknown whole-chunk compressor {compressor}")
+            format!(
+                "karoo: corrupt chunk: shuffled-words/bytedelta-zstd in a version {version} \
+                 chunk (added in version 4.2)"
+            )
         );
     }
     // A known compressor with a transform it does not take is corrupt.

@@ -203,7 +203,15 @@ fn the_brief_chunk_tables_are_the_pipelines() {
         "transforms"
     );
     let compressors = table("| c | compressor | payload |");
-    let names = ["none", "LZ4", "Zstandard", "LZMA", "bzip2", "Bitshuffle"];
+    let names = [
+        "none",
+        "LZ4",
+        "Zstandard",
+        "LZMA",
+        "bzip2",
+        "Bitshuffle",
+        "byte delta + Zstandard",
+    ];
     let code_compressors = Compressor::ALL;
     assert_eq!(compressors.len(), names.len());
     assert_eq!(code_compressors.len(), names.len());

@@ -146,3 +146,56 @@ fn default_levels_are_never_larger_than_the_bitshuffle_coding() {
         }
     }
 }
+
+/// Archive mode's level 9 codes every whole-chunk pipeline of the mode in full, so it is
+/// never larger than any of them: Zstandard, byte delta + Zstandard, LZMA and bzip2 after
+/// no shuffle and after each byte shuffle (of words, and of complex elements).
+#[test]
+fn archive_level_9_is_never_larger_than_any_whole_chunk_pipeline() {
+    use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
+    use karoo::{ElementType, TypeKind};
+    for (name, data, shape) in workloads() {
+        let complex = shape.last() == Some(&2);
+        let element = ElementType {
+            kind: if complex {
+                TypeKind::Complex
+            } else {
+                TypeKind::Float
+            },
+            ..ElementType::default()
+        };
+        let params = Params {
+            components: if complex { 2 } else { 1 },
+            element_type: element,
+            ..at_level(Mode::Archive, MAX_LEVEL, &shape)
+        };
+        let smallest = compress(&data, &params).unwrap().len();
+        let words: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        let transforms: &[Transform] = if complex {
+            &[Transform::None, Transform::Words, Transform::Elements]
+        } else {
+            &[Transform::None, Transform::Words]
+        };
+        for compressor in [
+            Compressor::Zstd,
+            Compressor::ByteDeltaZstd,
+            Compressor::Lzma,
+            Compressor::Bzip2,
+        ] {
+            for &transform in transforms {
+                let pipeline = Pipeline {
+                    transform,
+                    compressor,
+                };
+                let whole = brief_chunk(&data, 4, &words, element, pipeline, None)
+                    .expect("a brief chunk")
+                    .len();
+                assert!(
+                    smallest <= whole,
+                    "{name}: level 9 {smallest} > {} {whole}",
+                    pipeline.name()
+                );
+            }
+        }
+    }
+}

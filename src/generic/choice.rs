@@ -2,17 +2,29 @@
 //! by a general-purpose pipeline) when that is smaller. The candidates are coded and
 //! measured, so the kept chunk is never larger than any of them.
 
+use std::borrow::Cow;
+
 use super::pipeline::{self, Compressor, Effort, Pipeline, Transform, STORED};
 use crate::format;
 use crate::params::{Mode, Params, MAX_LEVEL};
 
-/// Chunks of at most this many bytes are their own sample: every trial codes them whole.
+/// The least sample of a chunk; chunks of at most twice as many bytes are their own
+/// sample (every trial codes them whole, and its coding is the payload).
 const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
 /// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`]).
 const SAMPLE_SHARE: usize = 16;
 /// The heavy compressors' gain over Zstandard 3 is first measured on this fraction of
 /// the sample (the middle), when that is at least [`PART_LEAST_BYTES`].
 const PART_SHARE: usize = 4;
+/// Fast mode samples whole pieces of this many bytes (a multiple of every unit and of the
+/// Bitshuffle filter's blocks).
+const PIECE_BYTES: usize = 1 << 13;
+/// The fewest pieces fast mode samples (a chunk with fewer than twice as many is its own
+/// sample).
+const LEAST_PIECES: usize = 2;
+/// A fast-mode pipeline whose sampled estimate comes within 1/this above the room is a
+/// finalist, coded in full (a sample may overstate a pipeline's size).
+const FINALIST_SLACK: usize = 32;
 /// The smallest part of a sample a gain is measured on.
 const PART_LEAST_BYTES: usize = 1 << 14;
 /// A heavy compressor whose gain on the part puts its estimate for the chunk within
@@ -54,10 +66,11 @@ pub(crate) fn smallest(
 /// The pipelines to code `data` with in full, given that the payload must come under
 /// `room` bytes to be kept, each with its payload where a trial already coded it in
 /// full: none when a predictor or coder was requested; at level 9, every pipeline of
-/// the mode; at levels 1 to 3, none; otherwise those a trial on a sample of the chunk
-/// (the whole of a small one) estimates under `room`: in both modes the Bitshuffle
-/// filter's coding of the values as the filter sees them (elements of complex data,
-/// else words); in fast mode LZ4 after a byte shuffle of words; in archive mode, when
+/// the mode; at levels 1 to 3, none; otherwise, of the Bitshuffle filter's coding of
+/// the values as the filter sees them (elements of complex data, else words) and, in
+/// fast mode, LZ4 after a byte shuffle of words: in fast mode the finalists of trials
+/// on evenly spaced pieces of the chunk ([`finalists`]); in archive mode those a trial
+/// on a sample of the chunk (the whole of a small one) estimates under `room`, and when
 /// Zstandard at level 3 after the best of the byte shuffles comes within 1/8 of `room`
 /// (the heavier compressors do better still), Zstandard at level 19 and bzip2 after
 /// that shuffle, each when its gain over Zstandard 3 on the middle quarter of a sample
@@ -100,6 +113,7 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 .concat(),
                 Mode::Archive => [
                     with(&transforms, Compressor::Zstd),
+                    with(&transforms[1..], Compressor::ByteDeltaZstd),
                     with(&transforms, Compressor::Lzma),
                     with(&transforms, Compressor::Bzip2),
                     with(&[Transform::Bits], Compressor::Zstd),
@@ -148,29 +162,26 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 transform: Transform::Words,
                 compressor: Compressor::Lz4,
             };
-            kept(&[lz4_words, bitshuffle], Effort::Estimate)
+            finalists(data, &[lz4_words, bitshuffle], w, room)
         }
         Mode::Archive => {
             let best = with(&transforms, Compressor::Zstd)
                 .into_iter()
                 .filter(fits)
-                .map(|p| (trial(p, Effort::Estimate).0, p.transform))
+                .map(|p| (trial(p, Effort::Estimate).0, p))
                 .min_by_key(|&(len, _)| len);
             // The heavy compressors' own trials on the sample decide, for those whose
             // gain over Zstandard 3 on a part of the sample brings them near `room`.
             let heavy = match best {
-                Some((len, transform)) if len < room + room / 8 => {
+                Some((len, light)) if len < room + room / 8 => {
+                    let transform = light.transform;
                     let heavy = [
-                        with(&[transform], Compressor::Zstd),
+                        with(&[transform], light.compressor),
                         with(&[transform], Compressor::Bzip2),
                     ]
                     .concat();
                     let promising = match part(sample, 2 * w) {
                         Some(part) => {
-                            let light = Pipeline {
-                                transform,
-                                compressor: Compressor::Zstd,
-                            };
                             let light = pipeline::encode(part, w, light, Effort::Estimate).len();
                             heavy
                                 .into_iter()
@@ -191,11 +202,58 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
     }
 }
 
-/// The part of `data` the default level's trials code: all of it up to
+/// Fast mode's trials of `pipelines` (those that fit `data`) on the pieces of `data`
+/// ([`pieces`]): on the whole of a small chunk, where the trial's coding is the payload
+/// and must come under `room`; else the finalists, whose pieces' coding, scaled to the
+/// chunk, comes within 1/[`FINALIST_SLACK`] above `room`, to be coded in full.
+fn finalists(
+    data: &[u8],
+    pipelines: &[Pipeline],
+    word_size: usize,
+    room: usize,
+) -> Vec<(Pipeline, Option<Vec<u8>>)> {
+    let sample = pieces(data);
+    let whole = sample.len() == data.len();
+    pipelines
+        .iter()
+        .copied()
+        .filter(|p| p.fits(data.len(), word_size))
+        .filter_map(|p| {
+            let coded = pipeline::encode(&sample, word_size, p, Effort::Estimate);
+            if whole {
+                return (coded.len() < room).then_some((p, Some(coded)));
+            }
+            let estimate = coded.len() * data.len() / sample.len().max(1);
+            (estimate < room + room / FINALIST_SLACK).then_some((p, None))
+        })
+        .collect()
+}
+
+/// Fast mode's sample of `data`: the whole of a chunk of fewer than 4 pieces of
+/// [`PIECE_BYTES`], else evenly spaced whole pieces, one in the middle of each stretch
+/// of the chunk, as many as a [`SAMPLE_SHARE`]-th of the pieces and at least 2. The
+/// Bitshuffle filter's blocks of 8 KiB fall whole in a piece, so its trial codes
+/// exactly the sampled blocks.
+fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
+    let total = data.len() / PIECE_BYTES;
+    let count = (total / SAMPLE_SHARE).max(LEAST_PIECES);
+    if total < 2 * count {
+        return Cow::Borrowed(data);
+    }
+    let stride = total / count;
+    let mut sample = Vec::with_capacity(count * PIECE_BYTES);
+    for i in 0..count {
+        let start = (i * stride + stride / 2) * PIECE_BYTES;
+        sample.extend_from_slice(&data[start..start + PIECE_BYTES]);
+    }
+    Cow::Owned(sample)
+}
+
+/// The part of `data` the default level's trials code: all of it up to twice
 /// [`WHOLE_SAMPLE_BYTES`], else its middle [`SAMPLE_SHARE`]-th (at least that many
 /// bytes), cut at multiples of `unit` bytes.
 fn sample(data: &[u8], unit: usize) -> &[u8] {
-    if data.len() <= WHOLE_SAMPLE_BYTES {
+    if data.len() <= 2 * WHOLE_SAMPLE_BYTES {
         return data;
     }
     let len = (data.len() / SAMPLE_SHARE).max(WHOLE_SAMPLE_BYTES) / unit * unit;
@@ -225,8 +283,32 @@ mod tests {
         assert_eq!(start % 8, 0);
         let small = vec![0u8; 1000];
         assert_eq!(sample(&small, 8).len(), 1000);
-        let odd = vec![0u8; WHOLE_SAMPLE_BYTES + 12];
+        let whole = vec![0u8; 2 * WHOLE_SAMPLE_BYTES];
+        assert_eq!(sample(&whole, 8).len(), whole.len());
+        let odd = vec![0u8; 2 * WHOLE_SAMPLE_BYTES + 12];
+        assert_eq!(sample(&odd, 16).len(), WHOLE_SAMPLE_BYTES);
         assert_eq!(sample(&odd, 16).len() % 16, 0);
+    }
+
+    #[test]
+    fn fast_samples_are_whole_pieces_from_the_middle_of_equal_stretches() {
+        let data: Vec<u8> = (0..40 * PIECE_BYTES)
+            .map(|i| (i / PIECE_BYTES) as u8)
+            .collect();
+        // 40 pieces: 2 sampled, the middles of pieces 0-19 and 20-39.
+        let sample = pieces(&data);
+        assert_eq!(sample.len(), 2 * PIECE_BYTES);
+        assert!(sample[..PIECE_BYTES].iter().all(|&b| b == 10));
+        assert!(sample[PIECE_BYTES..].iter().all(|&b| b == 30));
+        // 64 pieces and a tail: 4 sampled, one from each stretch of 16.
+        let data: Vec<u8> = (0..64 * PIECE_BYTES + 5)
+            .map(|i| (i / PIECE_BYTES) as u8)
+            .collect();
+        let firsts: Vec<u8> = pieces(&data).chunks(PIECE_BYTES).map(|p| p[0]).collect();
+        assert_eq!(firsts, [8, 24, 40, 56]);
+        // Fewer than 4 pieces: the whole chunk.
+        let small = vec![7u8; 4 * PIECE_BYTES - 1];
+        assert!(matches!(pieces(&small), Cow::Borrowed(s) if s.len() == small.len()));
     }
 
     #[test]

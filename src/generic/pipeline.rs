@@ -1,6 +1,7 @@
 //! The general-purpose pipelines of brief chunks (format version 4): a transform of the
 //! decoded bytes (none, a byte shuffle of words or of elements, a bit shuffle of words),
-//! then a general-purpose compressor (LZ4, Zstandard, LZMA as an .xz stream, bzip2).
+//! then a general-purpose compressor (LZ4, Zstandard, LZMA as an .xz stream, bzip2, or
+//! Zstandard after a byte delta of each shuffled stream).
 //! docs/format.md, "Brief chunks", defines the bytes.
 
 use std::borrow::Cow;
@@ -41,6 +42,11 @@ pub enum Compressor {
     /// as one LZ4 block, of words ([`Transform::Words`]) or elements
     /// ([`Transform::Elements`]).
     Bitshuffle,
+    /// One Zstandard frame of the transformed bytes' byte deltas: each stream (the whole
+    /// bytes, or a byte shuffle's rows) as its first byte and each later byte minus the
+    /// one before it, as Blosc2's bytedelta filter codes a shuffle's streams (format
+    /// version 4.2).
+    ByteDeltaZstd,
 }
 
 /// A transform and a compressor: what a brief chunk's pipeline byte names.
@@ -70,13 +76,14 @@ impl Transform {
 
 impl Compressor {
     /// Every compressor, in id order.
-    pub const ALL: [Compressor; 6] = [
+    pub const ALL: [Compressor; 7] = [
         Compressor::None,
         Compressor::Lz4,
         Compressor::Zstd,
         Compressor::Lzma,
         Compressor::Bzip2,
         Compressor::Bitshuffle,
+        Compressor::ByteDeltaZstd,
     ];
 }
 
@@ -104,7 +111,9 @@ impl Pipeline {
         let takes = match compressor {
             Compressor::None => transform == Transform::None,
             Compressor::Lz4 | Compressor::Zstd => true,
-            Compressor::Lzma | Compressor::Bzip2 => transform != Transform::Bits,
+            Compressor::Lzma | Compressor::Bzip2 | Compressor::ByteDeltaZstd => {
+                transform != Transform::Bits
+            }
             Compressor::Bitshuffle => matches!(transform, Transform::Words | Transform::Elements),
         };
         if !takes {
@@ -136,9 +145,19 @@ impl Pipeline {
             Compressor::Zstd => "zstd",
             Compressor::Lzma => "lzma",
             Compressor::Bzip2 => "bzip2",
+            Compressor::ByteDeltaZstd => "bytedelta-zstd",
             Compressor::Bitshuffle => unreachable!("named above"),
         };
         format!("{transform}/{compressor}")
+    }
+
+    /// The minor version of format version 4 that the pipeline needs: 2 for
+    /// [`Compressor::ByteDeltaZstd`], else 0.
+    pub fn minor_version(self) -> u8 {
+        match self.compressor {
+            Compressor::ByteDeltaZstd => crate::format::MINOR_BYTE_DELTA,
+            _ => 0,
+        }
     }
 
     /// Whether the pipeline applies to `len` bytes of `word_size`-byte words.
@@ -227,9 +246,47 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
         }
         Compressor::Lzma => out = lzma_compress(&bytes),
         Compressor::Bzip2 => out = bzip2_compress(&bytes),
+        Compressor::ByteDeltaZstd => {
+            let mut deltas = bytes.into_owned();
+            to_deltas(&mut deltas, stream_len(data.len(), pipeline, word_size));
+            shuffled::compress_bytes_into(&deltas, Backend::Zstd, zstd_level, &mut out)
+        }
         Compressor::Bitshuffle => unreachable!("coded by blocks"),
     }
     out
+}
+
+/// Bytes of each stream a byte delta runs along, of `len` transformed bytes: all of
+/// them without a shuffle, else a byte shuffle's row (one per byte of the unit).
+fn stream_len(len: usize, pipeline: Pipeline, word_size: usize) -> usize {
+    match pipeline.transform {
+        Transform::None => len,
+        _ => len / pipeline.unit(word_size),
+    }
+}
+
+/// Replaces each byte of every `stream`-byte stream of `bytes` but the first by its
+/// difference from the one before it (modulo 256).
+fn to_deltas(bytes: &mut [u8], stream: usize) {
+    for run in bytes.chunks_mut(stream.max(1)) {
+        let mut previous = 0u8;
+        for byte in run {
+            let value = *byte;
+            *byte = value.wrapping_sub(previous);
+            previous = value;
+        }
+    }
+}
+
+/// The inverse of [`to_deltas`]: sums each `stream`-byte stream of `bytes` (modulo 256).
+fn from_deltas(bytes: &mut [u8], stream: usize) {
+    for run in bytes.chunks_mut(stream.max(1)) {
+        let mut sum = 0u8;
+        for byte in run {
+            sum = sum.wrapping_add(*byte);
+            *byte = sum;
+        }
+    }
 }
 
 /// Decodes `payload` through `pipeline` into `out`, which it must fill exactly.
@@ -242,9 +299,15 @@ pub fn decode(
     if pipeline.compressor == Compressor::Bitshuffle {
         return bitshuffle::decode(payload, pipeline.unit(word_size), out);
     }
+    let stream = stream_len(out.len(), pipeline, word_size);
+    let delta = pipeline.compressor == Compressor::ByteDeltaZstd;
     let unit = match pipeline.transform {
         Transform::None => {
-            return decompress(payload, pipeline.compressor, out);
+            decompress(payload, pipeline.compressor, out)?;
+            if delta {
+                from_deltas(out, stream);
+            }
+            return Ok(());
         }
         Transform::Words => word_size,
         Transform::Elements => 2 * word_size,
@@ -263,11 +326,15 @@ pub fn decode(
     };
     let mut shuffled = vec![0u8; out.len()];
     decompress(payload, pipeline.compressor, &mut shuffled)?;
+    if delta {
+        from_deltas(&mut shuffled, stream);
+    }
     unshuffle(&shuffled, unit, out);
     Ok(())
 }
 
-/// Decompresses `payload` with `compressor` into exactly `out`.
+/// Decompresses `payload` with `compressor` into exactly `out` (with
+/// [`Compressor::ByteDeltaZstd`], the deltas).
 fn decompress(payload: &[u8], compressor: Compressor, out: &mut [u8]) -> Result<(), StreamError> {
     match compressor {
         Compressor::None => {
@@ -275,7 +342,9 @@ fn decompress(payload: &[u8], compressor: Compressor, out: &mut [u8]) -> Result<
             Ok(())
         }
         Compressor::Lz4 => shuffled::decompress_bytes(payload, Backend::Lz4, out),
-        Compressor::Zstd => shuffled::decompress_bytes(payload, Backend::Zstd, out),
+        Compressor::Zstd | Compressor::ByteDeltaZstd => {
+            shuffled::decompress_bytes(payload, Backend::Zstd, out)
+        }
         Compressor::Lzma => lzma_decompress(payload, out),
         Compressor::Bzip2 => bzip2_decompress(payload, out),
         Compressor::Bitshuffle => unreachable!("decoded by blocks"),
@@ -460,17 +529,21 @@ mod tests {
     #[test]
     fn pipeline_bytes_round_trip_and_unknown_ones_are_refused() {
         let pipelines = every_pipeline();
-        // 1 stored, 4 transforms x LZ4 and Zstandard, 3 x LZMA and bzip2, Bitshuffle
-        // of words and of elements.
-        assert_eq!(pipelines.len(), 1 + 4 * 2 + 3 * 2 + 2);
+        // 1 stored, 4 transforms x LZ4 and Zstandard, 3 x LZMA, bzip2 and byte delta +
+        // Zstandard, Bitshuffle of words and of elements.
+        assert_eq!(pipelines.len(), 1 + 4 * 2 + 3 * 3 + 2);
         for p in pipelines {
             for w in [1, 2, 4, 8] {
                 assert_eq!(Pipeline::from_byte(p.to_byte(w)), Ok((p, w)));
             }
         }
         assert_eq!(
-            Pipeline::from_byte(6),
-            Err("unknown whole-chunk compressor 6".into())
+            Pipeline::from_byte(7),
+            Err("unknown whole-chunk compressor 7".into())
+        );
+        assert!(
+            Pipeline::from_byte(0x36).is_err(),
+            "byte delta + Zstandard takes no bit shuffle"
         );
         assert!(
             Pipeline::from_byte(0x35).is_err(),
@@ -525,6 +598,33 @@ mod tests {
         unshuffle(&shuffle(&data, 6), 6, &mut back);
         assert_eq!(back, data);
         assert!(shuffle(&[], 8).is_empty());
+    }
+
+    #[test]
+    fn byte_deltas_run_along_each_stream_and_sum_back() {
+        let mut bytes = vec![5u8, 7, 6, 255, 1, 1, 3, 0];
+        to_deltas(&mut bytes, 4);
+        assert_eq!(bytes, [5, 2, 255, 249, 1, 0, 2, 253]);
+        from_deltas(&mut bytes, 4);
+        assert_eq!(bytes, [5, 7, 6, 255, 1, 1, 3, 0]);
+        // The streams of a byte shuffle of 2-byte words are its two rows.
+        let words = Pipeline {
+            transform: Transform::Words,
+            compressor: Compressor::ByteDeltaZstd,
+        };
+        assert_eq!(stream_len(8, words, 2), 4);
+        let bytes_only = Pipeline {
+            transform: Transform::None,
+            ..words
+        };
+        assert_eq!(stream_len(8, bytes_only, 2), 8);
+        let elements = Pipeline {
+            transform: Transform::Elements,
+            ..words
+        };
+        assert_eq!(stream_len(16, elements, 2), 4);
+        assert_eq!(words.minor_version(), 2);
+        assert_eq!(elements.to_byte(4), 0xa6);
     }
 
     #[test]
