@@ -5,11 +5,11 @@
 use std::borrow::Cow;
 
 use super::pipeline::{self, Compressor, Effort, Pipeline, Transform, STORED};
+use crate::buffers;
 use crate::format;
 use crate::params::{Mode, Params, MAX_LEVEL};
 
-/// The least sample of a chunk; chunks of at most twice as many bytes are their own
-/// sample (every trial codes them whole, and its coding is the payload).
+/// Chunks of at most this many bytes are their own sample: every trial codes them whole.
 const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
 /// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`]).
 const SAMPLE_SHARE: usize = 16;
@@ -22,9 +22,6 @@ const PIECE_BYTES: usize = 1 << 13;
 /// The fewest pieces fast mode samples (a chunk with fewer than twice as many is its own
 /// sample).
 const LEAST_PIECES: usize = 2;
-/// A fast-mode pipeline whose sampled estimate comes within 1/this above the room is a
-/// finalist, coded in full (a sample may overstate a pipeline's size).
-const FINALIST_SLACK: usize = 32;
 /// The smallest part of a sample a gain is measured on.
 const PART_LEAST_BYTES: usize = 1 << 14;
 /// A heavy compressor whose gain on the part puts its estimate for the chunk within
@@ -205,7 +202,7 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
 /// Fast mode's trials of `pipelines` (those that fit `data`) on the pieces of `data`
 /// ([`pieces`]): on the whole of a small chunk, where the trial's coding is the payload
 /// and must come under `room`; else the finalists, whose pieces' coding, scaled to the
-/// chunk, comes within 1/[`FINALIST_SLACK`] above `room`, to be coded in full.
+/// chunk, comes under `room`, to be coded in full.
 fn finalists(
     data: &[u8],
     pipelines: &[Pipeline],
@@ -214,7 +211,7 @@ fn finalists(
 ) -> Vec<(Pipeline, Option<Vec<u8>>)> {
     let sample = pieces(data);
     let whole = sample.len() == data.len();
-    pipelines
+    let kept = pipelines
         .iter()
         .copied()
         .filter(|p| p.fits(data.len(), word_size))
@@ -224,9 +221,13 @@ fn finalists(
                 return (coded.len() < room).then_some((p, Some(coded)));
             }
             let estimate = coded.len() * data.len() / sample.len().max(1);
-            (estimate < room + room / FINALIST_SLACK).then_some((p, None))
+            (estimate < room).then_some((p, None))
         })
-        .collect()
+        .collect();
+    if let Cow::Owned(pieces) = sample {
+        buffers::give(pieces);
+    }
+    kept
 }
 
 /// Fast mode's sample of `data`: the whole of a chunk of fewer than 4 pieces of
@@ -241,7 +242,7 @@ fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
         return Cow::Borrowed(data);
     }
     let stride = total / count;
-    let mut sample = Vec::with_capacity(count * PIECE_BYTES);
+    let mut sample = buffers::take(count * PIECE_BYTES);
     for i in 0..count {
         let start = (i * stride + stride / 2) * PIECE_BYTES;
         sample.extend_from_slice(&data[start..start + PIECE_BYTES]);
@@ -249,11 +250,11 @@ fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(sample)
 }
 
-/// The part of `data` the default level's trials code: all of it up to twice
+/// The part of `data` the default level's trials code: all of it up to
 /// [`WHOLE_SAMPLE_BYTES`], else its middle [`SAMPLE_SHARE`]-th (at least that many
 /// bytes), cut at multiples of `unit` bytes.
 fn sample(data: &[u8], unit: usize) -> &[u8] {
-    if data.len() <= 2 * WHOLE_SAMPLE_BYTES {
+    if data.len() <= WHOLE_SAMPLE_BYTES {
         return data;
     }
     let len = (data.len() / SAMPLE_SHARE).max(WHOLE_SAMPLE_BYTES) / unit * unit;
@@ -283,10 +284,7 @@ mod tests {
         assert_eq!(start % 8, 0);
         let small = vec![0u8; 1000];
         assert_eq!(sample(&small, 8).len(), 1000);
-        let whole = vec![0u8; 2 * WHOLE_SAMPLE_BYTES];
-        assert_eq!(sample(&whole, 8).len(), whole.len());
-        let odd = vec![0u8; 2 * WHOLE_SAMPLE_BYTES + 12];
-        assert_eq!(sample(&odd, 16).len(), WHOLE_SAMPLE_BYTES);
+        let odd = vec![0u8; WHOLE_SAMPLE_BYTES + 12];
         assert_eq!(sample(&odd, 16).len() % 16, 0);
     }
 

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::bitshuffle;
+use crate::buffers;
 use crate::coder::bitshuffled;
 use crate::coder::shuffled::{self, Backend};
 use crate::stream_error::StreamError;
@@ -238,6 +239,14 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
         }
     };
     let mut out = Vec::new();
+    let bytes = match pipeline.compressor {
+        Compressor::ByteDeltaZstd => {
+            let mut deltas = bytes.into_owned();
+            to_deltas(&mut deltas, stream_len(data.len(), pipeline, word_size));
+            Cow::Owned(deltas)
+        }
+        _ => bytes,
+    };
     match pipeline.compressor {
         Compressor::None => out.extend_from_slice(&bytes),
         Compressor::Lz4 => shuffled::compress_bytes_into(&bytes, Backend::Lz4, 0, &mut out),
@@ -247,11 +256,12 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
         Compressor::Lzma => out = lzma_compress(&bytes),
         Compressor::Bzip2 => out = bzip2_compress(&bytes),
         Compressor::ByteDeltaZstd => {
-            let mut deltas = bytes.into_owned();
-            to_deltas(&mut deltas, stream_len(data.len(), pipeline, word_size));
-            shuffled::compress_bytes_into(&deltas, Backend::Zstd, zstd_level, &mut out)
+            shuffled::compress_bytes_into(&bytes, Backend::Zstd, zstd_level, &mut out)
         }
         Compressor::Bitshuffle => unreachable!("coded by blocks"),
+    }
+    if let Cow::Owned(rearranged) = bytes {
+        buffers::give(rearranged);
     }
     out
 }
@@ -324,13 +334,17 @@ pub fn decode(
             };
         }
     };
-    let mut shuffled = vec![0u8; out.len()];
-    decompress(payload, pipeline.compressor, &mut shuffled)?;
-    if delta {
-        from_deltas(&mut shuffled, stream);
+    // Every byte is written by the decompressor (or the decoding fails).
+    let mut shuffled = buffers::take_filled(out.len());
+    let decoded = decompress(payload, pipeline.compressor, &mut shuffled);
+    if decoded.is_ok() {
+        if delta {
+            from_deltas(&mut shuffled, stream);
+        }
+        unshuffle(&shuffled, unit, out);
     }
-    unshuffle(&shuffled, unit, out);
-    Ok(())
+    buffers::give(shuffled);
+    decoded
 }
 
 /// Decompresses `payload` with `compressor` into exactly `out` (with
@@ -374,7 +388,7 @@ fn decode_bits<T: Word>(
 /// `b * n + i`.
 fn shuffle(data: &[u8], unit: usize) -> Vec<u8> {
     let n = data.len() / unit;
-    let mut out = vec![0u8; data.len()];
+    let mut out = buffers::take_filled(data.len());
     for (b, stream) in out.chunks_exact_mut(n.max(1)).take(unit).enumerate() {
         for (byte, element) in stream.iter_mut().zip(data.chunks_exact(unit)) {
             *byte = element[b];
