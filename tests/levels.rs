@@ -5,7 +5,10 @@
 mod common;
 
 use common::{noise_u32, smooth_f32};
-use karoo::{compress, decompress, Coder, Mode, Params, Predictor, ResidualMap, MAX_LEVEL};
+use karoo::{
+    compress, decompress, Coder, ElementType, Mode, Params, Predictor, ResidualMap, TypeKind,
+    MAX_LEVEL,
+};
 
 /// Chunks of the kinds the levels choose between: smooth series (prediction wins), noise
 /// (nothing wins: stored), repeated blocks and duplicated values (general-purpose coders
@@ -28,6 +31,24 @@ fn workloads() -> Vec<(&'static str, Vec<u8>, Vec<usize>)> {
         ("duplicated", duplicated, vec![32, 64, 2]),
         ("flags", flags, vec![64, 64]),
     ]
+}
+
+/// Whether a workload of `shape` holds complex numbers (a last axis of 2), and its
+/// element type: complex, else float.
+fn element_of(shape: &[usize]) -> (bool, ElementType) {
+    let complex = shape.last() == Some(&2);
+    let kind = if complex {
+        TypeKind::Complex
+    } else {
+        TypeKind::Float
+    };
+    (
+        complex,
+        ElementType {
+            kind,
+            ..ElementType::default()
+        },
+    )
 }
 
 fn at_level(mode: Mode, level: u8, shape: &[usize]) -> Params {
@@ -100,23 +121,15 @@ fn low_levels_skip_the_general_purpose_trials() {
 }
 
 /// The Bitshuffle filter's coding is a candidate of every default and higher level in
-/// both modes, coded whole on chunks of up to 128 KiB (their own sample): no such chunk
+/// both modes, coded whole on chunks that are their own sample (below 32 KiB in fast mode,
+/// up to 128 KiB in archive mode; every workload here is 16 KiB): no such chunk
 /// is larger than the brief chunk of that coding (of elements for complex data, as the
 /// filter sees them, else of words).
 #[test]
 fn default_levels_are_never_larger_than_the_bitshuffle_coding() {
     use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
-    use karoo::{ElementType, TypeKind};
     for (name, data, shape) in workloads() {
-        let complex = shape.last() == Some(&2);
-        let element = ElementType {
-            kind: if complex {
-                TypeKind::Complex
-            } else {
-                TypeKind::Float
-            },
-            ..ElementType::default()
-        };
+        let (complex, element) = element_of(&shape);
         let pipeline = Pipeline {
             transform: if complex {
                 Transform::Elements
@@ -153,17 +166,8 @@ fn default_levels_are_never_larger_than_the_bitshuffle_coding() {
 #[test]
 fn archive_level_9_is_never_larger_than_any_whole_chunk_pipeline() {
     use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
-    use karoo::{ElementType, TypeKind};
     for (name, data, shape) in workloads() {
-        let complex = shape.last() == Some(&2);
-        let element = ElementType {
-            kind: if complex {
-                TypeKind::Complex
-            } else {
-                TypeKind::Float
-            },
-            ..ElementType::default()
-        };
+        let (complex, element) = element_of(&shape);
         let params = Params {
             components: if complex { 2 } else { 1 },
             element_type: element,
