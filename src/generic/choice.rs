@@ -19,8 +19,7 @@ const PART_SHARE: usize = 4;
 /// Fast mode samples whole pieces of this many bytes (a multiple of every unit and of the
 /// Bitshuffle filter's blocks).
 const PIECE_BYTES: usize = 1 << 13;
-/// The fewest pieces fast mode samples (a chunk with fewer than twice as many is its own
-/// sample).
+/// The fewest pieces fast mode samples from a chunk of at least twice as many.
 const LEAST_PIECES: usize = 2;
 /// The smallest part of a sample a gain is measured on.
 const PART_LEAST_BYTES: usize = 1 << 14;
@@ -230,15 +229,15 @@ fn finalists(
     kept
 }
 
-/// Fast mode's sample of `data`: the whole of a chunk of fewer than 4 pieces of
+/// Fast mode's sample of `data`: the whole of a chunk of fewer than 2 pieces of
 /// [`PIECE_BYTES`], else evenly spaced whole pieces, one in the middle of each stretch
-/// of the chunk, as many as a [`SAMPLE_SHARE`]-th of the pieces and at least 2. The
-/// Bitshuffle filter's blocks of 8 KiB fall whole in a piece, so its trial codes
-/// exactly the sampled blocks.
+/// of the chunk, as many as a [`SAMPLE_SHARE`]-th of the pieces, at least
+/// [`LEAST_PIECES`] and at most half of them. The Bitshuffle filter's blocks of 8 KiB
+/// fall whole in a piece, so its trial codes exactly the sampled blocks.
 fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
     let total = data.len() / PIECE_BYTES;
-    let count = (total / SAMPLE_SHARE).max(LEAST_PIECES);
-    if total < 2 * count {
+    let count = (total / SAMPLE_SHARE).max(LEAST_PIECES.min(total / 2));
+    if count == 0 {
         return Cow::Borrowed(data);
     }
     let stride = total / count;
@@ -304,8 +303,12 @@ mod tests {
             .collect();
         let firsts: Vec<u8> = pieces(&data).chunks(PIECE_BYTES).map(|p| p[0]).collect();
         assert_eq!(firsts, [8, 24, 40, 56]);
-        // Fewer than 4 pieces: the whole chunk.
-        let small = vec![7u8; 4 * PIECE_BYTES - 1];
+        // 2 or 3 pieces: the middle one of each stretch; fewer: the whole chunk.
+        let three: Vec<u8> = (0..4 * PIECE_BYTES - 1)
+            .map(|i| (i / PIECE_BYTES) as u8)
+            .collect();
+        assert_eq!(*pieces(&three), vec![1u8; PIECE_BYTES]);
+        let small = vec![7u8; 2 * PIECE_BYTES - 1];
         assert!(matches!(pieces(&small), Cow::Borrowed(s) if s.len() == small.len()));
     }
 
