@@ -123,7 +123,6 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
         _ => {}
     }
     let sample = sample(data, 2 * w);
-    let whole = sample.len() == data.len();
     // A pipeline's coding of the sample at `effort`, and its size scaled to the chunk.
     let trial = |p: Pipeline, effort| {
         let coded = pipeline::encode(sample, w, p, effort);
@@ -138,20 +137,8 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
         transform: filter_unit,
         compressor: Compressor::Bitshuffle,
     };
-    // The pipelines whose trial at `effort` comes under `room`: a whole sample's trial
-    // at full effort is the payload (LZ4 and Bitshuffle code alike at every effort), a
-    // part's decides whether to code the chunk in full.
-    let kept = |pipelines: &[Pipeline], effort| {
-        pipelines
-            .iter()
-            .copied()
-            .filter(fits)
-            .filter_map(|p| {
-                let (len, coded) = trial(p, effort);
-                (len < room).then(|| (p, whole.then_some(coded)))
-            })
-            .collect::<Vec<_>>()
-    };
+    let kept =
+        |pipelines: &[Pipeline], effort| under_room(data.len(), sample, pipelines, w, room, effort);
     match params.mode {
         Mode::Fast => {
             let lz4_words = Pipeline {
@@ -198,10 +185,8 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
     }
 }
 
-/// Fast mode's trials of `pipelines` (those that fit `data`) on the pieces of `data`
-/// ([`pieces`]): on the whole of a small chunk, where the trial's coding is the payload
-/// and must come under `room`; else the finalists, whose pieces' coding, scaled to the
-/// chunk, comes under `room`, to be coded in full.
+/// Fast mode's trials of `pipelines` on the pieces of `data` ([`pieces`]): those whose
+/// trial comes under `room` (see [`under_room`]).
 fn finalists(
     data: &[u8],
     pipelines: &[Pipeline],
@@ -209,24 +194,43 @@ fn finalists(
     room: usize,
 ) -> Vec<(Pipeline, Option<Vec<u8>>)> {
     let sample = pieces(data);
-    let whole = sample.len() == data.len();
-    let kept = pipelines
-        .iter()
-        .copied()
-        .filter(|p| p.fits(data.len(), word_size))
-        .filter_map(|p| {
-            let coded = pipeline::encode(&sample, word_size, p, Effort::Estimate);
-            if whole {
-                return (coded.len() < room).then_some((p, Some(coded)));
-            }
-            let estimate = coded.len() * data.len() / sample.len().max(1);
-            (estimate < room).then_some((p, None))
-        })
-        .collect();
+    let kept = under_room(
+        data.len(),
+        &sample,
+        pipelines,
+        word_size,
+        room,
+        Effort::Estimate,
+    );
     if let Cow::Owned(pieces) = sample {
         buffers::give(pieces);
     }
     kept
+}
+
+/// Those of `pipelines` that fit a chunk of `len` bytes whose coding of `sample` at
+/// `effort`, scaled to the chunk, comes under `room`: a whole chunk's trial is its
+/// payload (LZ4 and Bitshuffle code alike at every effort), a sample's decides whether
+/// to code the chunk in full.
+fn under_room(
+    len: usize,
+    sample: &[u8],
+    pipelines: &[Pipeline],
+    word_size: usize,
+    room: usize,
+    effort: Effort,
+) -> Vec<(Pipeline, Option<Vec<u8>>)> {
+    let whole = sample.len() == len;
+    pipelines
+        .iter()
+        .copied()
+        .filter(|p| p.fits(len, word_size))
+        .filter_map(|p| {
+            let coded = pipeline::encode(sample, word_size, p, effort);
+            let estimate = coded.len() * len / sample.len().max(1);
+            (estimate < room).then(|| (p, whole.then_some(coded)))
+        })
+        .collect()
 }
 
 /// Fast mode's sample of `data`: the whole of a chunk of fewer than 2 pieces of

@@ -250,14 +250,11 @@ pub fn encode(data: &[u8], word_size: usize, pipeline: Pipeline, effort: Effort)
     match pipeline.compressor {
         Compressor::None => out.extend_from_slice(&bytes),
         Compressor::Lz4 => shuffled::compress_bytes_into(&bytes, Backend::Lz4, 0, &mut out),
-        Compressor::Zstd => {
+        Compressor::Zstd | Compressor::ByteDeltaZstd => {
             shuffled::compress_bytes_into(&bytes, Backend::Zstd, zstd_level, &mut out)
         }
         Compressor::Lzma => out = lzma_compress(&bytes),
         Compressor::Bzip2 => out = bzip2_compress(&bytes),
-        Compressor::ByteDeltaZstd => {
-            shuffled::compress_bytes_into(&bytes, Backend::Zstd, zstd_level, &mut out)
-        }
         Compressor::Bitshuffle => unreachable!("coded by blocks"),
     }
     if let Cow::Owned(rearranged) = bytes {
