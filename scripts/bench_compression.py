@@ -8,7 +8,8 @@ docs/compression.md.
 
 Cases: every UVH5 file under --data (default ../shared/data), its blt axis sorted by
 /Header/time_array (stable) into (time, baseline, ...), visibilities as users store them
-(complex64/complex128, the raw correlators' {r, i} int32 compound as that compound); a
+(complex64/complex128, the raw correlators' {r, i} int32 compound as that compound), and
+every HDF5 file there already sorted to a time axis (dataset `visibilities`); a
 generated MeerKAT-like observation, also as complex128 holding its float32 values (as
 readers of float32 formats hand data over) and bit-rounded to 8 mantissa bits (as lossy
 pre-filters such as numcodecs' BitRound leave it); spectra of 16-bit integers times a per-spectrum float32
@@ -63,7 +64,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--plugin", default=str(REPO / "target" / "release"),
                         help="folder holding libh5karoo.so (default: this checkout's target/release)")
-    parser.add_argument("--data", help="folder of UVH5 files (default: ../shared/data of this checkout, "
+    parser.add_argument("--data", help="folder of real files, UVH5 and sorted HDF5 (default: ../shared/data of this checkout, "
                         "or of the main checkout when this is a git worktree)")
     parser.add_argument("--quick", action="store_true", help="smaller generated workloads (and a 16 MiB speed observation)")
     parser.add_argument("--speed", action="store_true", help="add the h5py speed table of the targets")
@@ -71,6 +72,7 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=3, help="speed: best of this many runs")
     parser.add_argument("--level", type=int, default=0, choices=range(10),
                         help="karoo's effort level in both modes (0: each mode's default)")
+    parser.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT")
     parser.add_argument("--out", help="also write the markdown to this file, labelled with date, commit, machine, command")
     return parser.parse_args()
 
@@ -105,10 +107,7 @@ def default_data_dir():
 
 def workloads(data_dir, quick):
     """(name, array with time on axis 0) of every case family."""
-    out = []
-    for path in datasets.uvh5_files(data_dir):
-        time_major, _, _ = datasets.load_hera(path)
-        out.append((path.name.removesuffix(".uvh5"), time_major))
+    out = list(datasets.real_files(data_dir))
     ntime, nchan = (16, 1024) if quick else (32, 2048)
     observation = datasets.meerkat_like(ntime=ntime, nchan=nchan)
     out.append(("generated MeerKAT-like observation", observation))
@@ -488,7 +487,8 @@ def header(emit, args, plugin_dir, base):
     emit(f"- command: `{command}`")
     emit(f"- software: {', '.join(versions)}; files in {base or 'a temp dir'}")
     emit()
-    emit("Real files: the blt axis sorted by /Header/time_array into (time, baseline, ...), stored as "
+    emit("Real files: UVH5 files with the blt axis sorted by /Header/time_array into (time, baseline, ...), "
+         "and files already sorted to a time axis (dataset `visibilities`), stored as "
          "their writers store them (complex64/complex128; the {r,i} int32 compound as that compound). "
          "Chunks hold 1, 2, 4, 16 and all time steps (every other axis whole), and for real files "
          "one baseline's spectrum (1 time step, 1 baseline). HDF5 filters through h5py "
@@ -515,9 +515,11 @@ def main():
         tmp = pathlib.Path(tmp)
         if not args.no_ratios:
             data_dir = pathlib.Path(args.data) if args.data else default_data_dir()
-            emit(f"UVH5 files from {data_dir} ({len(datasets.uvh5_files(data_dir))} found).")
+            emit(f"Real files from {data_dir}: {len(datasets.uvh5_files(data_dir))} UVH5, "
+                 f"{len(datasets.sorted_files(data_dir))} sorted to a time axis.")
             emit()
-            ratio_report(emit, measure_ratios(tmp, workloads(data_dir, args.quick)))
+            loads = [w for w in workloads(data_dir, args.quick) if not args.only or args.only in w[0]]
+            ratio_report(emit, measure_ratios(tmp, loads))
         if args.speed:
             speed_report(emit, tmp, args.quick, args.repeats)
     if args.out:

@@ -67,6 +67,33 @@ def uvh5_files(data_dir=DATA_DIR):
     return sorted(data_dir.rglob("*.uvh5")) if data_dir.is_dir() else []
 
 
+def sorted_files(data_dir=DATA_DIR):
+    """Paths of every HDF5 file under `data_dir` that holds an array already sorted to a
+    time axis (one dataset `visibilities`, time on axis 0), sorted by path; an empty list
+    when the folder is absent."""
+    data_dir = pathlib.Path(data_dir)
+    return sorted(data_dir.rglob("*.h5")) if data_dir.is_dir() else []
+
+
+def load_sorted(path):
+    """The `visibilities` array of a file of `sorted_files`, time on axis 0."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return f["visibilities"][...]
+
+
+def real_files(data_dir=DATA_DIR):
+    """(name, array with time on axis 0) of every real file under `data_dir`: the UVH5
+    files sorted by time, then the files already sorted to a time axis."""
+    out = []
+    for path in uvh5_files(data_dir):
+        out.append((path.name.removesuffix(".uvh5"), load_hera(path)[0]))
+    for path in sorted_files(data_dir):
+        out.append((path.name.removesuffix(".h5"), load_sorted(path)))
+    return out
+
+
 def scaled_int16_spectra(ntime=32, nbl=28, nchan=1024, complex_=True, flagged=False, seed=2027):
     """Spectrometer output stored as 16-bit integers times a per-spectrum scale, as the SMA
     and other digital spectrometers write it: (time, baseline, channel).
