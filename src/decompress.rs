@@ -5,7 +5,7 @@ use crate::buffers;
 use crate::checksum;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
-use crate::format::Header;
+use crate::format::{Header, VERSION_ONE_TILE};
 use crate::generic::pipeline::{self, Pipeline};
 use crate::layout::{Geometry, Spatial, Tile};
 use crate::narrow;
@@ -90,8 +90,10 @@ impl<'a> Chunk<'a> {
             } else {
                 (None, payload)
             };
-            let payloads = split_payloads(payload, &header.tile_sizes)?;
-            check_tile_sizes(&geometry, &tiles, &payloads, header.coded_word_size())?;
+            let payloads = split_payloads(payload, &header.tile_sizes_in(payload.len())?)?;
+            let one_tile = header.version == VERSION_ONE_TILE;
+            let w = header.coded_word_size();
+            check_tile_sizes(&geometry, &tiles, &payloads, w, one_tile)?;
             Body::Tiled {
                 geometry,
                 tiles,
@@ -486,13 +488,27 @@ fn split_payloads<'a>(payload: &'a [u8], sizes: &[u32]) -> Result<Vec<&'a [u8]>>
 }
 
 /// Rejects tiles too short to hold their words before any output is allocated, which
-/// bounds the decoded size by a fixed multiple of the input size.
-fn check_tile_sizes(g: &Geometry, tiles: &[Tile], slices: &[&[u8]], w: usize) -> Result<()> {
+/// bounds the decoded size by a fixed multiple of the input size. The one tile of a
+/// chunk without a tile table (`one_tile`, format version 5) is the rest of the chunk:
+/// too short, the chunk is truncated.
+fn check_tile_sizes(
+    g: &Geometry,
+    tiles: &[Tile],
+    slices: &[&[u8]],
+    w: usize,
+    one_tile: bool,
+) -> Result<()> {
     for (index, (tile, slice)) in tiles.iter().zip(slices).enumerate() {
         let coding =
             tile::parse_coding(slice).map_err(|reason| Error::corrupt_block(index, reason))?;
         let words = g.tile_words(tile);
         let least = TILE_HEADER_LEN + coding.coder.min_encoded_len(words, w);
+        if slice.len() < least && one_tile {
+            return Err(Error::Truncated(format!(
+                "a tile of {} bytes cannot hold its {words} words",
+                slice.len()
+            )));
+        }
         if slice.len() < least {
             return Err(Error::CorruptBlock {
                 index,

@@ -11,7 +11,7 @@ use crate::coder::Coder;
 use crate::element_type::{ElementType, TypeKind};
 use crate::error::{Error, Result};
 use crate::generic::pipeline::{self, Compressor, Pipeline};
-use crate::layout::{Geometry, Spatial, Tiling};
+use crate::layout::{Geometry, Spatial, Tiling, MAX_TILE_WORDS};
 use crate::predict::residual::ResidualMap;
 use crate::predict::Predictor;
 
@@ -32,13 +32,19 @@ pub const BRIEF_UNSHAPED: u8 = 8;
 pub const MINOR_UNSHAPED: u8 = 1;
 /// The minor version of [`VERSION_BRIEF`] that adds compressor 6, byte delta + Zstandard.
 pub const MINOR_BYTE_DELTA: u8 = 2;
+/// Major format version of tiled chunks of one tile, whose header leaves out the tiling
+/// and the tile table (docs/format.md, "One-tile chunks").
+pub const VERSION_ONE_TILE: u8 = 5;
+/// Bit 2 of byte 7 of a one-tile chunk: archive mode (informational).
+const ONE_TILE_ARCHIVE: u8 = 4;
 /// Every major format version this build reads, with the newest minor version of it that
 /// it reads (docs/format.md, "Versions").
-pub const READ_VERSIONS: [(u8, u8); 4] = [
+pub const READ_VERSIONS: [(u8, u8); 5] = [
     (VERSION_FIXED, 0),
     (VERSION_COMPACT, 0),
     (VERSION, 0),
     (VERSION_BRIEF, MINOR_BYTE_DELTA),
+    (VERSION_ONE_TILE, 0),
 ];
 
 /// The version byte of major version `major` and minor version `minor`.
@@ -75,6 +81,8 @@ pub const FLAG_PLANAR: u8 = 16;
 pub const FLAGS_OFFSET: usize = 6;
 /// Bytes every header version starts with (magic to the shift count).
 const COMMON_LEN: usize = 14;
+/// Bytes of a one-tile chunk's header before its optional shift byte and its varints.
+const ONE_TILE_FIXED_LEN: usize = 10;
 /// Largest rank of a chunk shape (HDF5 allows 32, plus one for components).
 pub const MAX_RANK: usize = 64;
 
@@ -126,9 +134,40 @@ pub struct Header {
 impl Header {
     /// Bytes the header occupies (it depends on the tile count, not the tile sizes).
     pub fn encoded_len(&self) -> usize {
-        let varints: usize = self.varint_fields().iter().map(|&v| varint_len(v)).sum();
         let shape: usize = self.shape.iter().map(|&d| varint_len(d)).sum();
+        if self.is_one_tile() {
+            let spatial = [
+                self.lag,
+                self.spatial.stride as u64,
+                self.spatial.run as u64,
+            ];
+            let varints: usize = spatial.iter().map(|&v| varint_len(v)).sum();
+            let shift = usize::from(self.is_shifted());
+            return ONE_TILE_FIXED_LEN + shift + varints + shape + 4;
+        }
+        let varints: usize = self.varint_fields().iter().map(|&v| varint_len(v)).sum();
         COMMON_LEN + 1 + varints + shape + 4 * self.tile_sizes.len() + 8 + 4
+    }
+
+    /// True when the header is written as a one-tile chunk's (version 5): a tiled chunk,
+    /// not stored, of exactly one tile.
+    fn is_one_tile(&self) -> bool {
+        !self.is_stored() && self.tile_sizes.len() == 1
+    }
+
+    /// The size of each tile payload of a chunk whose tiles (after the scale section)
+    /// take `payload_len` bytes: the tile table, or for a one-tile chunk (version 5),
+    /// which has none, `payload_len` itself.
+    pub fn tile_sizes_in(&self, payload_len: usize) -> Result<Vec<u32>> {
+        if self.version != VERSION_ONE_TILE {
+            return Ok(self.tile_sizes.clone());
+        }
+        let size = u32::try_from(payload_len).map_err(|_| {
+            Error::CorruptHeader(format!(
+                "a tile payload of {payload_len} bytes (at most 2^32 - 1)"
+            ))
+        })?;
+        Ok(vec![size])
     }
 
     /// The fields written as varints before the shape, in order.
@@ -144,9 +183,13 @@ impl Header {
         ]
     }
 
-    /// Appends the header (format version 3) to `out`: its data checksum field is
-    /// [`Self::checksum`] sealed with the header bytes before it (see [`seal`]).
+    /// Appends the header to `out`: format version 5 for a chunk of one tile, else
+    /// version 3. Its data checksum field is [`Self::checksum`] sealed with the header
+    /// bytes before it (see [`seal`]).
     pub fn write(&self, out: &mut Vec<u8>) {
+        if self.is_one_tile() {
+            return self.write_one_tile(out);
+        }
         let start = out.len();
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&[
@@ -178,6 +221,34 @@ impl Header {
         out.extend_from_slice(&sum.to_le_bytes());
     }
 
+    /// Appends the header of a one-tile chunk (format version 5) to `out`.
+    fn write_one_tile(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let mode = if self.mode == 1 { ONE_TILE_ARCHIVE } else { 0 };
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&[
+            version_byte(VERSION_ONE_TILE, 0),
+            self.flags,
+            self.element.to_byte(),
+            self.word_size.trailing_zeros() as u8 | mode,
+            self.shape.len() as u8,
+            self.time_axis,
+        ]);
+        if self.is_shifted() {
+            out.push(self.shift);
+        }
+        let spatial = [
+            self.lag,
+            self.spatial.stride as u64,
+            self.spatial.run as u64,
+        ];
+        for v in spatial.into_iter().chain(self.shape.iter().copied()) {
+            write_varint(v, out);
+        }
+        let layout = XxHash3_64::oneshot(&out[start..]);
+        out.extend_from_slice(&(seal(layout, self.checksum) as u32).to_le_bytes());
+    }
+
     /// Parses and validates the header (any format version this build reads) at the
     /// start of `input`. `limit` caps the decoded size the caller is prepared to allocate.
     /// Returns the header and its length.
@@ -195,6 +266,9 @@ impl Header {
         let version = read_version(r.u8()?)?;
         if version == VERSION_BRIEF {
             return Header::parse_brief(input, limit);
+        }
+        if version == VERSION_ONE_TILE {
+            return Header::parse_one_tile(input, limit);
         }
         let mut header = Header {
             version,
@@ -366,6 +440,91 @@ impl Header {
         Ok((header, r.pos))
     }
 
+    /// Reads and checks the header of a one-tile chunk (version 5), up to and including
+    /// its checksum field. Its tile size is the rest of the payload
+    /// ([`Self::tile_sizes_in`]); its tiling, one tile of the whole chunk, is set by
+    /// [`Self::geometry`].
+    fn parse_one_tile(input: &[u8], limit: u64) -> Result<(Header, usize)> {
+        let bad = |what: String| Error::CorruptHeader(what);
+        let mut r = Reader { buf: input, pos: 5 };
+        let flags = r.u8()?;
+        if flags & FLAG_STORED != 0 {
+            return Err(bad("a stored chunk in a one-tile header".into()));
+        }
+        let byte = r.u8()?;
+        let element = ElementType::from_byte(byte)
+            .ok_or_else(|| bad(format!("unknown element type {byte:#04x}")))?;
+        let words = r.u8()?;
+        if words & !(3 | ONE_TILE_ARCHIVE) != 0 {
+            return Err(bad(format!("unknown bits in word byte {words:#04x}")));
+        }
+        let rank = usize::from(r.u8()?);
+        let time_axis = r.u8()?;
+        let shift = if flags & FLAG_SHIFTED != 0 {
+            r.u8()?
+        } else {
+            0
+        };
+        let lag = r.varint()?;
+        let (stride, run) = (r.varint()?, r.varint()?);
+        check_rank(rank)?;
+        let shape: Vec<u64> = (0..rank).map(|_| r.varint()).collect::<Result<_>>()?;
+        let word_size = 1u8 << (words & 3);
+        let decoded_size = shape
+            .iter()
+            .try_fold(u64::from(word_size), |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                bad(format!(
+                    "shape {shape:?} of {word_size}-byte words holds more than 2^64 bytes"
+                ))
+            })?;
+        let layout_digest = XxHash3_64::oneshot(&input[..r.pos]);
+        let checksum = u64::from(r.u32()?);
+        let mut header = Header {
+            version: VERSION_ONE_TILE,
+            element,
+            mode: u8::from(words & ONE_TILE_ARCHIVE != 0),
+            flags,
+            predictor: 0,
+            residual_map: 0,
+            coder: 0,
+            word_size,
+            time_axis,
+            shift,
+            decoded_size,
+            lag,
+            tiling: Tiling {
+                planes_per_tile: 1,
+                tile_rows: 1,
+                tile_cols: 1,
+            },
+            spatial: Spatial {
+                stride: to_usize(stride)?,
+                run: to_usize(run)?,
+            },
+            checksum,
+            layout_digest,
+            shape,
+            tile_sizes: vec![0],
+            pipeline: 0,
+        };
+        let words = decoded_size / u64::from(word_size);
+        if !(1..=MAX_TILE_WORDS as u64).contains(&words) {
+            return Err(bad(format!(
+                "a one-tile chunk of {words} words (1 to {MAX_TILE_WORDS})"
+            )));
+        }
+        if decoded_size > limit {
+            return Err(Error::TooLarge {
+                declared: decoded_size,
+                limit,
+            });
+        }
+        header.check_fields()?;
+        header.tiling = header.geometry_untiled()?.whole_tile();
+        Ok((header, r.pos))
+    }
+
     /// The pipeline and word size of a brief chunk (version 4); `None` for other versions.
     pub fn whole_pipeline(&self) -> Option<Pipeline> {
         (self.version == VERSION_BRIEF)
@@ -457,7 +616,7 @@ impl Header {
     /// `checksum`), against the header's data checksum: from version 3 on, sealed with
     /// the header bytes before it, so that a changed layout field fails too.
     pub fn verify(&self, content: u64) -> Result<()> {
-        let actual = if self.version == VERSION_BRIEF {
+        let actual = if matches!(self.version, VERSION_BRIEF | VERSION_ONE_TILE) {
             seal(self.layout_digest, content) & 0xffff_ffff
         } else if self.version >= VERSION {
             seal(self.layout_digest, content)
@@ -579,7 +738,8 @@ impl Header {
         if self.residual_map != 0 && ResidualMap::from_id(self.residual_map.into()).is_none() {
             return bad(format!("unknown residual map {}", self.residual_map));
         }
-        if Coder::from_id(self.coder.into()).is_none() {
+        // A one-tile chunk (version 5) records no requested coder.
+        if self.version != VERSION_ONE_TILE && Coder::from_id(self.coder.into()).is_none() {
             return bad(format!("unknown residual coder {}", self.coder));
         }
         if self.spatial.stride > 0 && self.spatial.run < self.spatial.stride {
@@ -641,8 +801,8 @@ impl Header {
         }
     }
 
-    /// Rebuilds and validates the chunk geometry the header describes.
-    pub fn geometry(&self) -> Result<Geometry> {
+    /// The chunk geometry of the header's shape, time axis and lag, before its tiling.
+    fn geometry_untiled(&self) -> Result<Geometry> {
         let shape: Vec<usize> = self
             .shape
             .iter()
@@ -652,8 +812,13 @@ impl Header {
         if lag == 0 {
             return Err(Error::CorruptHeader("lag is zero".into()));
         }
-        let g = Geometry::from_shape(&shape, self.time_axis as usize, lag)
-            .map_err(|e| Error::CorruptHeader(e.to_string()))?;
+        Geometry::from_shape(&shape, self.time_axis as usize, lag)
+            .map_err(|e| Error::CorruptHeader(e.to_string()))
+    }
+
+    /// Rebuilds and validates the chunk geometry the header describes.
+    pub fn geometry(&self) -> Result<Geometry> {
+        let g = self.geometry_untiled()?;
         // Any tiling within the format's limits is accepted, not only the one today's
         // encoder chooses: the limit on words per tile is what bounds the decoded size.
         let g = g

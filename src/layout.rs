@@ -307,6 +307,16 @@ impl Geometry {
         Ok(Geometry { tiling, ..self })
     }
 
+    /// The tiling of one tile that holds the whole chunk (the tiling of a one-tile chunk,
+    /// format version 5).
+    pub fn whole_tile(&self) -> Tiling {
+        Tiling {
+            planes_per_tile: self.planes.max(1),
+            tile_rows: self.rows().max(1),
+            tile_cols: self.lag.max(1),
+        }
+    }
+
     /// Words of a tile that no edge of the chunk cuts (the first tile's dimensions), or
     /// `None` if that overflows.
     pub fn full_tile_words(&self) -> Option<usize> {

@@ -81,7 +81,7 @@ pub mod internals {
     pub use crate::fast::{bitplane, patched, rice};
     pub use crate::format::{
         Header, BRIEF_UNSHAPED, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
-        MAGIC, READ_VERSIONS, VERSION, VERSION_BRIEF, VERSION_FIXED,
+        MAGIC, READ_VERSIONS, VERSION, VERSION_BRIEF, VERSION_FIXED, VERSION_ONE_TILE,
     };
     pub use crate::generic::brief_chunk;
     pub use crate::generic::pipeline::{Compressor, Pipeline, Transform};

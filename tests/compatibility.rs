@@ -85,11 +85,47 @@ fn pinned_brief(chunk: &[u8]) -> Pinned {
     }
 }
 
-/// Reads the pinned fields of a chunk of format version 1, 2, 3 or 4.
+/// Reads the pinned fields of a one-tile chunk (format version 5): the mode from bit 2
+/// of byte 7, no tiling (one tile of the whole chunk), the tile the rest of the chunk.
+fn pinned_one_tile(chunk: &[u8]) -> Pinned {
+    let (flags, element, words, rank, time_axis) =
+        (chunk[5], chunk[6], chunk[7], chunk[8], chunk[9]);
+    let shifted = flags & 8 != 0;
+    let shift = if shifted { chunk[10] } else { 0 };
+    let mut at = if shifted { 11 } else { 10 };
+    // Lag, stride, run; the shape; the checksum.
+    (0..3).for_each(|_| {
+        varint(chunk, &mut at);
+    });
+    let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
+    at += 4;
+    if flags & 2 != 0 {
+        at += 16 + u32_at(chunk, at + 12) as usize + 8;
+    }
+    let (predictor, packed) = (chunk[at], chunk[at + 1]);
+    Pinned {
+        version: chunk[4],
+        mode: (words >> 2) & 1,
+        flags,
+        word_size: 1 << (words & 3),
+        rank,
+        time_axis,
+        shift,
+        element,
+        tiling: [0; 3],
+        shape,
+        codings: vec![format!("{predictor}.{}.{}", packed >> 4, packed & 15)],
+    }
+}
+
+/// Reads the pinned fields of a chunk of format version 1, 2, 3, 4 or 5.
 fn pinned(chunk: &[u8]) -> Pinned {
     assert_eq!(&chunk[..4], b"KARO", "magic");
     if chunk[4] & 15 == 4 {
         return pinned_brief(chunk);
+    }
+    if chunk[4] == 5 {
+        return pinned_one_tile(chunk);
     }
     let rank = chunk[11];
     let (tiling, shape, sizes, mut at) = match chunk[4] {
@@ -186,6 +222,19 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
             p.rank,
             p.element,
             shape.join("x"),
+        );
+    }
+    if p.version == 5 {
+        // One tile of the whole chunk: no tiling recorded.
+        return format!(
+            "{name} v5 mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiles={}",
+            p.mode,
+            p.flags,
+            p.word_size,
+            p.rank,
+            p.time_axis,
+            shape.join("x"),
+            codings
         );
     }
     format!(
@@ -329,6 +378,33 @@ fn golden_chunks_cover_every_coding_path() {
     assert!(
         has(&|l| l.contains(" v3 ") && l.contains(" shift=")),
         "version 3, shifted"
+    );
+    // One-tile chunks: each flag a chunk of one tile takes (the encoder codes planes in
+    // tiles of their own), both modes.
+    for (flags, what) in [
+        (0, "tiled"),
+        (2, "scaled"),
+        (4, "narrowed"),
+        (6, "narrowed and scaled"),
+        (8, "shifted"),
+    ] {
+        assert!(
+            has(&|l| l.contains(" v5 ") && l.contains(&format!(" flags={flags} "))),
+            "version 5, {what}"
+        );
+    }
+    for mode in [0, 1] {
+        assert!(
+            has(&|l| l.contains(" v5 ") && l.contains(&format!(" mode={mode} "))),
+            "version 5, mode {mode}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("v5_"))
+            .all(|l| l.contains(" v5 ")),
+        "the v5_ fixtures are one-tile chunks"
     );
     // Every element type kind, and each of its bits.
     let element = |l: &&str| {
@@ -1057,6 +1133,7 @@ fn cases() -> Vec<Case> {
         data,
         params: p,
     });
+    one_tile_cases(&mut out);
     let values = series(&[32, 24], 31);
     let mut p = params(2, &[24, 32], Mode::Fast);
     p.element = ElementKind::Integer;
@@ -1101,6 +1178,34 @@ fn cases() -> Vec<Case> {
         params: p,
     });
     out
+}
+
+/// One-tile chunks (format version 5): earlier cases of each flag, mode and word kind
+/// again, which today's encoder writes as one tile (planar components never are: the
+/// encoder codes each component's planes in tiles of their own).
+fn one_tile_cases(out: &mut Vec<Case>) {
+    for name in [
+        "v3_f32_coder4_archive",
+        "v3_complex64_snapshot_archive",
+        "v3_f32_scaled_archive",
+        "v3_complex128_narrowed_fast",
+        "v3_f64_narrowed_scaled_fast",
+        "v3_complex64_shifted_archive",
+        "v1_f32_fast_default",
+        "v1_i16_archive_default",
+    ] {
+        let case = out
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no case {name}"));
+        let name = &name[3..];
+        let (data, params) = (case.data.clone(), case.params.clone());
+        out.push(Case {
+            name: format!("v5_{name}"),
+            data,
+            params,
+        });
+    }
 }
 
 /// Writes the fixtures of cases that have none yet (to `KAROO_GOLDEN_OUT` if set), and

@@ -19,7 +19,7 @@ fn corrupt_input_is_rejected_not_misdecoded() {
     wrong_version[4] = 9;
     assert_eq!(
         decompress(&wrong_version).unwrap_err().to_string(),
-        "karoo: unsupported chunk format version 9.0 (this build reads 1.0, 2.0, 3.0, 4.2; \
+        "karoo: unsupported chunk format version 9.0 (this build reads 1.0, 2.0, 3.0, 4.2, 5.0; \
          written by a later karoo?)"
     );
     // Every single-bit flip and every truncation is an error, never wrong data or a panic.
@@ -93,19 +93,35 @@ fn tiles_larger_than_the_format_limit_are_refused() {
     let packed = compress(&data, &params).unwrap();
     let (mut header, len) = Header::parse(&packed, u64::MAX).unwrap();
     let tiles = header.tile_sizes.len();
-    assert!(tiles >= 2, "the chunk must have several tiles");
-    // One tile claiming the whole chunk, with every payload behind it.
-    header.tiling.tile_cols *= tiles;
-    header.tile_sizes = vec![header.tile_sizes.iter().sum()];
+    assert!(
+        tiles >= 4 && tiles % 2 == 0,
+        "the chunk must have pairs of tiles"
+    );
+    let sizes = header.tile_sizes.clone();
+    // Version 3: two tiles, each claiming half the chunk, with the payloads behind them.
+    header.tiling.tile_cols *= tiles / 2;
+    let half = tiles / 2;
+    header.tile_sizes = vec![sizes[..half].iter().sum(), sizes[half..].iter().sum()];
     let mut forged = Vec::new();
     header.write(&mut forged);
     forged.extend_from_slice(&packed[len..]);
+    assert_eq!(forged[4], 3, "version 3");
     assert_eq!(
         decompress(&forged).unwrap_err().to_string(),
         format!(
             "karoo: corrupt chunk: tile dimensions 1x8x{} hold more than 131072 words",
-            16384 * tiles
+            16384 * half
         )
+    );
+    // Version 5: one tile of the whole chunk, with every payload behind it.
+    header.tile_sizes = vec![sizes.iter().sum()];
+    let mut forged = Vec::new();
+    header.write(&mut forged);
+    forged.extend_from_slice(&packed[len..]);
+    assert_eq!(forged[4], 5, "version 5");
+    assert_eq!(
+        decompress(&forged).unwrap_err().to_string(),
+        "karoo: corrupt chunk: a one-tile chunk of 524288 words (1 to 131072)"
     );
 }
 
@@ -209,11 +225,21 @@ fn a_planar_chunk_of_no_words_decodes_to_nothing() {
 /// be zero in chunks that are not shifted.
 #[test]
 fn shift_counts_outside_the_word_are_refused() {
+    // One tile (version 5, whose shift byte is there only with the flag) and two
+    // (version 3).
+    for (shape, version) in [([16, 64], 5), ([1024, 64], 3)] {
+        let data = smooth_f32(&shape, 6);
+        let packed = compress(&data, &Params::new(4, &shape)).unwrap();
+        assert_eq!(packed[4], version);
+        shift_counts_are_refused(&packed);
+    }
+}
+
+/// Checks that `packed` with its shift field forged out of range is refused.
+fn shift_counts_are_refused(packed: &[u8]) {
     use karoo::internals::Header;
-    let data = smooth_f32(&[16, 64], 6);
-    let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
-    let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
-    for (flags, shift, message) in [
+    let (header, len) = Header::parse(packed, u64::MAX).unwrap();
+    let cases = [
         (
             8,
             31,
@@ -225,7 +251,13 @@ fn shift_counts_outside_the_word_are_refused() {
             "0 low bits shifted out of a tiled chunk of 32-bit words",
         ),
         (0, 3, "reserved bytes are not zero"),
-    ] {
+    ];
+    let cases = if packed[4] == 5 {
+        &cases[..2]
+    } else {
+        &cases[..]
+    };
+    for &(flags, shift, message) in cases {
         let mut forged = Vec::new();
         Header {
             flags: header.flags | flags,
@@ -247,9 +279,11 @@ fn shift_counts_outside_the_word_are_refused() {
 fn malformed_varints_are_refused() {
     use karoo::internals::Header;
     use twox_hash::XxHash3_64;
-    let data = smooth_f32(&[16, 64], 7);
-    let packed = compress(&data, &Params::new(4, &[16, 64])).unwrap();
+    // Two tiles: version 3.
+    let data = smooth_f32(&[1024, 64], 7);
+    let packed = compress(&data, &Params::new(4, &[1024, 64])).unwrap();
     let (_, len) = Header::parse(&packed, u64::MAX).unwrap();
+    assert_eq!(packed[4], 3, "version 3");
     assert_eq!(packed[15], 64, "the lag, one varint byte");
     let resealed = |lag: &[u8]| {
         let mut forged = packed[..15].to_vec();
@@ -283,27 +317,41 @@ fn malformed_varints_are_refused() {
 }
 
 /// `chunk` (whose header is `len` bytes) with its header written anew from `header` but
-/// its data checksum field kept, and the 32-bit header checksum recomputed: what a
-/// forger, or a tool that rewrites headers, makes of it.
+/// its data checksum field kept (version 3: and the 32-bit header checksum recomputed;
+/// version 5: its one checksum kept): what a forger, or a tool that rewrites headers,
+/// makes of it.
 fn relaid(chunk: &[u8], len: usize, header: &karoo::internals::Header) -> Vec<u8> {
     use twox_hash::XxHash3_64;
     let mut out = Vec::new();
     header.write(&mut out);
     let n = out.len();
-    out[n - 12..n - 4].copy_from_slice(&chunk[len - 12..len - 4]);
-    let sum = XxHash3_64::oneshot(&out[..n - 4]) as u32;
-    out[n - 4..].copy_from_slice(&sum.to_le_bytes());
+    if out[4] == 5 {
+        out[n - 4..].copy_from_slice(&chunk[len - 4..len]);
+    } else {
+        out[n - 12..n - 4].copy_from_slice(&chunk[len - 12..len - 4]);
+        let sum = XxHash3_64::oneshot(&out[..n - 4]) as u32;
+        out[n - 4..].copy_from_slice(&sum.to_le_bytes());
+    }
     out.extend_from_slice(&chunk[len..]);
     out
 }
 
-/// The layout fields a decoder uses are covered by the data checksum (format version 3):
-/// a header with the planar flag, the shift, the lag or the order of the shape changed,
-/// its header checksum recomputed, decodes to an error, not to other data.
+/// The layout fields a decoder uses are covered by the data checksum (format versions 3
+/// and 5): a header with the planar flag, the shift, the lag or the order of the shape
+/// changed, its header checksum recomputed, decodes to an error, not to other data.
 #[test]
 fn layout_fields_changed_under_a_valid_header_checksum_are_refused() {
+    // One tile (version 5) and several (version 3).
+    for (times, version) in [(16, 5), (1024, 3)] {
+        layout_fields_changed_are_refused(times, version);
+    }
+}
+
+/// The checks of [`layout_fields_changed_under_a_valid_header_checksum_are_refused`] on
+/// a chunk of `times` time steps of 8 x 8 complex words, written as `version`.
+fn layout_fields_changed_are_refused(times: usize, version: u8) {
     use karoo::internals::Header;
-    let shape = [16, 8, 8, 2];
+    let shape = [times, 8, 8, 2];
     let data = smooth_f32(&shape, 11);
     let params = Params {
         components: 2,
@@ -313,13 +361,13 @@ fn layout_fields_changed_under_a_valid_header_checksum_are_refused() {
     let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
     assert_eq!(
         (header.version, header.flags),
-        (3, 0),
+        (version, 0),
         "a plain tiled chunk"
     );
     assert_eq!(decompress(&relaid(&packed, len, &header)).unwrap(), data);
     let planar = Header {
         flags: 16,
-        shape: vec![2, 16, 8, 8],
+        shape: vec![2, times as u64, 8, 8],
         time_axis: 1,
         ..header.clone()
     };
@@ -329,11 +377,11 @@ fn layout_fields_changed_under_a_valid_header_checksum_are_refused() {
         ..header.clone()
     };
     let transposed = Header {
-        shape: vec![16, 8, 8, 2].into_iter().rev().collect(),
+        shape: vec![times as u64, 8, 8, 2].into_iter().rev().collect(),
         ..header.clone()
     };
     let inner_swapped = Header {
-        shape: vec![16, 8, 2, 8],
+        shape: vec![times as u64, 8, 2, 8],
         ..header.clone()
     };
     let lag = Header {
@@ -364,7 +412,7 @@ fn layout_fields_changed_under_a_valid_header_checksum_are_refused() {
         &packed,
         len,
         &Header {
-            shape: vec![16, 8, 2, 8],
+            shape: vec![times as u64, 8, 2, 8],
             ..header.clone()
         },
     ))
@@ -392,7 +440,8 @@ fn the_element_type_is_recorded_and_checked() {
     };
     let packed = compress(&data, &params).unwrap();
     let (header, len) = Header::parse(&packed, u64::MAX).unwrap();
-    assert_eq!((packed[14], header.element), (5, complex));
+    // One tile (version 5): the element type is byte 6.
+    assert_eq!((packed[4], packed[6], header.element), (5, 5, complex));
     assert_eq!(
         karoo::Chunk::parse(&packed, u64::MAX)
             .unwrap()
@@ -419,7 +468,7 @@ fn the_element_type_is_recorded_and_checked() {
         "karoo: corrupt chunk: element type Bool does not fit 1 word(s) of 4 bytes per element"
     );
     let mut unknown = packed.clone();
-    unknown[14] = 0x25;
+    unknown[6] = 0x25;
     assert_eq!(
         decompress(&unknown).unwrap_err().to_string(),
         "karoo: corrupt chunk: unknown element type 0x25"
@@ -494,11 +543,12 @@ fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() 
     use karoo::ElementType;
     let data = smooth_f32(&[64, 512], 9);
     let packed = compress(&data, &Params::new(4, &[64, 512])).unwrap();
-    assert_eq!(packed[4], 0x03, "version 3.0");
+    assert_eq!(packed[4], 0x05, "version 5.0: one tile");
     for (byte, version) in [
         (0x13, "3.1"),
         (0x34, "4.3"),
-        (0x05, "5.0"),
+        (0x15, "5.1"),
+        (0x06, "6.0"),
         (0x00, "0.0"),
         (0xf2, "2.15"),
     ] {
@@ -509,7 +559,7 @@ fn a_later_version_is_unsupported_and_an_unknown_value_in_a_known_one_corrupt() 
             err.to_string(),
             format!(
                 "karoo: unsupported chunk format version {version} (this build reads 1.0, 2.0, \
-                 3.0, 4.2; written by a later karoo?)"
+                 3.0, 4.2, 5.0; written by a later karoo?)"
             )
         );
         assert!(matches!(err, Error::UnsupportedVersion { .. }));

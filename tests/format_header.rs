@@ -1,6 +1,7 @@
-//! The chunk header, byte for byte, as docs/format.md lays out version 3: a third
-//! party's decoder is written from that document, so the bytes must match it exactly.
-//! (Version-1 and -2 headers are read back from the golden chunks in compatibility.rs.)
+//! The chunk header, byte for byte, as docs/format.md lays out versions 3 (several
+//! tiles) and 5 (one tile): a third party's decoder is written from that document, so
+//! the bytes must match it exactly. (Version-1 and -2 headers are read back from the
+//! golden chunks in compatibility.rs.)
 
 mod common;
 
@@ -8,20 +9,23 @@ use common::varint;
 use karoo::{compress, Coder, ElementKind, Mode, Params, Predictor, ResidualMap};
 use twox_hash::XxHash3_64;
 
-/// The fields of a version-3 header, read as docs/format.md lays them out.
+/// The fields of a version-3 or version-5 header, read as docs/format.md lays them out.
 #[derive(Debug)]
 struct Fields {
-    /// Bytes 4 to 13: version, mode, flags, predictor, map, coder, word size, rank,
-    /// time axis, shift.
+    /// Version 3: bytes 4 to 13: version, mode, flags, predictor, map, coder, word size,
+    /// rank, time axis, shift. Version 5: the version, the mode (bit 2 of byte 7), the
+    /// flags, three zeros (no requested ids), the word size, rank, time axis and shift.
     common: [u8; 10],
-    /// Byte 14: the element type.
+    /// Byte 14 (version 3) or 6 (version 5): the element type.
     element: u8,
     lag: u64,
+    /// Planes, rows and columns per tile (version 3; none recorded in version 5).
     tiling: [u64; 3],
     spatial: [u64; 2],
     shape: Vec<u64>,
     tile_sizes: Vec<u32>,
-    /// The data checksum field: the seal of the decoded bytes' checksum (see [`sealed`]).
+    /// The data checksum field: the seal of the decoded bytes' checksum (see [`sealed`]);
+    /// in version 5, its low 32 bits.
     checksum: u64,
     /// XXH3-64 of the header bytes before the data checksum field.
     layout: u64,
@@ -41,9 +45,13 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
-/// Parses a version-3 header, checking its magic and its header checksum.
+/// Parses a version-3 or version-5 header, checking its magic and (version 3) its
+/// header checksum.
 fn fields(chunk: &[u8]) -> Fields {
     assert_eq!(&chunk[0..4], b"KARO", "magic");
+    if chunk[4] == 5 {
+        return fields_one_tile(chunk);
+    }
     assert_eq!(chunk[4], 3, "format version");
     let mut at = 15;
     let v: Vec<u64> = (0..7).map(|_| varint(chunk, &mut at)).collect();
@@ -69,6 +77,42 @@ fn fields(chunk: &[u8]) -> Fields {
         spatial: [v[4], v[5]],
         shape,
         tile_sizes,
+        checksum,
+        layout,
+        len: at + 4,
+    }
+}
+
+/// Parses a version-5 header (one tile, the rest of the chunk its payload).
+fn fields_one_tile(chunk: &[u8]) -> Fields {
+    let (flags, element, words, rank, time_axis) =
+        (chunk[5], chunk[6], chunk[7], chunk[8], chunk[9]);
+    assert_eq!(words & !7, 0, "bits 3-7 of byte 7");
+    let shift = if flags & 8 != 0 { chunk[10] } else { 0 };
+    let mut at = 10 + usize::from(flags & 8 != 0);
+    let v: Vec<u64> = (0..3).map(|_| varint(chunk, &mut at)).collect();
+    let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
+    let layout = XxHash3_64::oneshot(&chunk[..at]);
+    let checksum = u64::from(u32_at(chunk, at));
+    Fields {
+        common: [
+            5,
+            (words >> 2) & 1,
+            flags,
+            0,
+            0,
+            0,
+            1 << (words & 3),
+            rank,
+            time_axis,
+            shift,
+        ],
+        element,
+        lag: v[0],
+        tiling: [0; 3],
+        spatial: [v[1], v[2]],
+        shape,
+        tile_sizes: vec![(chunk.len() - at - 4) as u32],
         checksum,
         layout,
         len: at + 4,
@@ -104,30 +148,27 @@ fn a_small_complex_chunk_has_the_documented_header() {
         ..Params::new(4, &shape)
     };
     let chunk = compress(&data, &params).unwrap();
+    // One tile: version 5, no flags, no element type, 4-byte words (log2 2) in fast mode
+    // (bit 2 clear), rank 3, time axis 0; then the lag 6 (one row per time step of 3 x 2
+    // words), Lorenzo's neighbour one element (2 words) back within runs of 6, the shape.
+    assert_eq!(&chunk[4..10], &[5, 0, 0, 2, 3, 0]);
+    assert_eq!(&chunk[10..16], &[6, 2, 6, 16, 3, 2]);
     let f = fields(&chunk);
-    // Version 2, fast mode, no flags, predictor 1, map 3, coder 7, 4-byte words, rank 3,
-    // time axis 0, no shift.
-    assert_eq!(f.common, [3, 0, 0, 1, 3, 7, 4, 3, 0, 0]);
-    // One row per time step of 3 x 2 words; whole planes per tile: 2^17 / 96 of them,
-    // one tile; Lorenzo's neighbour is one element (2 words) back within runs of 3.
-    assert_eq!(f.lag, 6);
-    assert_eq!(f.tiling, [(1 << 17) / 96, 16, 6]);
-    assert_eq!(f.spatial, [2, 6]);
-    assert_eq!(f.shape, [16, 3, 2]);
-    assert_eq!(f.tile_sizes.len(), 1);
-    // 1365 planes per tile as a varint: 0x55 with the continuation bit, then 0x0a.
-    assert_eq!(&chunk[16..18], &[0xd5, 0x0a]);
-    // 14 bytes, the element type, 8 of varint fields, 3 of shape, a tile size, the two
-    // checksums.
-    assert_eq!(f.len, 14 + 1 + 8 + 3 + 4 + 8 + 4, "header length");
-    assert_eq!(chunk.len(), f.len + f.tile_sizes[0] as usize, "one payload");
+    assert_eq!(f.common, [5, 0, 0, 0, 0, 0, 4, 3, 0, 0]);
+    assert_eq!(
+        (f.lag, f.spatial, f.shape.as_slice()),
+        (6, [2, 6], &[16, 3, 2][..])
+    );
+    // 10 bytes, 3 of varint fields, 3 of shape, the checksum: no tiling, no tile size.
+    assert_eq!(f.len, 10 + 3 + 3 + 4, "header length");
     // One tile covering the chunk: its digest is XXH3-64 of the whole chunk's bytes,
-    // the checksum XXH3-64 of that digest's 8 little-endian bytes.
+    // the checksum XXH3-64 of that digest's 8 little-endian bytes, sealed with the header
+    // bytes before the field, its low 32 bits stored.
     let digest = XxHash3_64::oneshot(&data);
     let checksum = XxHash3_64::oneshot(&digest.to_le_bytes());
     assert_eq!(
         f.checksum,
-        sealed(&f, checksum),
+        sealed(&f, checksum) & 0xffff_ffff,
         "checksum of the decoded bytes"
     );
     assert_eq!(f.element, 0, "no element type given");
@@ -147,12 +188,12 @@ fn archive_mode_records_mode_and_default_coder() {
     };
     let chunk = compress(&data, &params).unwrap();
     let f = fields(&chunk);
-    // Auto predictor and map are recorded as 0, the coder as context rANS (4); single
-    // words are the elements, so the spatial neighbour is one word back within runs of
-    // the last axis's 64 words.
-    assert_eq!(f.common, [3, 1, 0, 0, 0, 4, 4, 2, 0, 0]);
+    // One tile (version 5): archive mode in bit 2 of byte 7, no requested ids recorded;
+    // single words are the elements, so the spatial neighbour is one word back within
+    // runs of the last axis's 64 words.
+    assert_eq!(chunk[7], 2 | 4, "4-byte words, archive mode");
+    assert_eq!(f.common, [5, 1, 0, 0, 0, 0, 4, 2, 0, 0]);
     assert_eq!(f.lag, 64);
-    assert_eq!(f.tiling, [(1 << 17) / 1024, 16, 64]);
     assert_eq!(f.spatial, [1, 64]);
     assert_eq!(f.shape, [16, 64]);
     assert_eq!(chunk.len(), f.len + f.tile_sizes[0] as usize);
@@ -198,7 +239,7 @@ fn incompressible_data_is_stored_after_a_brief_header() {
 fn the_encoder_tiles_by_the_documented_rule() {
     // (shape, mode, expected planes / rows / columns per tile, tile count).
     let cases: [(&[usize], Mode, [u64; 3], usize); 6] = [
-        // A plane of at most 2^17 words: whole planes per tile.
+        // A plane of at most 2^17 words: whole planes per tile (one tile).
         (&[4, 3, 2], Mode::Fast, [(1 << 17) / 24, 4, 6], 1),
         // Rows of 1000 words (64 of them fit 2^17): tiles of 131 whole rows.
         (&[1000, 1000], Mode::Fast, [1, 131, 1000], 8),
@@ -220,6 +261,9 @@ fn the_encoder_tiles_by_the_documented_rule() {
         };
         let chunk = compress(&data, &params).unwrap();
         let f = fields(&chunk);
+        // One tile: version 5, which records no tiling; several: version 3.
+        let (version, tiling) = if tiles == 1 { (5, [0; 3]) } else { (3, tiling) };
+        assert_eq!(f.common[0], version, "{shape:?}: format version");
         assert_eq!(f.tiling, tiling, "{shape:?}: tile dimensions");
         let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
         assert_eq!(f.shape, dims);

@@ -6,6 +6,7 @@
 use karoo::internals::{
     Compressor, Pipeline, Transform, BRIEF_UNSHAPED, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED,
     FLAG_SHIFTED, FLAG_STORED, MAGIC, READ_VERSIONS, VERSION, VERSION_BRIEF, VERSION_FIXED,
+    VERSION_ONE_TILE,
 };
 use karoo::{Coder, ElementType, Predictor, ResidualMap, MAX_RANK};
 use std::collections::BTreeSet;
@@ -258,6 +259,74 @@ fn the_element_kinds_and_versions_are_the_codecs() {
     assert_eq!(listed, read, "the versions decoders read, newest first");
     assert_eq!(
         READ_VERSIONS.map(|(major, _)| major),
-        [VERSION_FIXED, 2, VERSION, VERSION_BRIEF]
+        [VERSION_FIXED, 2, VERSION, VERSION_BRIEF, VERSION_ONE_TILE]
+    );
+}
+
+#[test]
+fn the_one_tile_header_table_is_the_codecs_layout() {
+    // The table of the one-tile section: its fixed fields are contiguous from 0 to 10.
+    let spec = spec();
+    let section = &spec[spec.find("## One-tile chunks").unwrap()..];
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .skip_while(|l| l.trim() != "| offset | size | field |")
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    let mut offset = 0;
+    for row in rows.iter().take_while(|r| !r[0].is_empty()) {
+        assert_eq!(
+            row[0],
+            offset.to_string(),
+            "{:?} starts where the last ends",
+            row[2]
+        );
+        offset += row[1].split(" ").last().unwrap().parse::<usize>().unwrap();
+    }
+    assert_eq!(offset, 11, "ten fixed bytes and the optional shift byte");
+    let field = |at: &str| cell(&rows, 0, at, 2).to_string();
+    assert!(field("4").contains(&format!("major version {VERSION_ONE_TILE} in bits 0-3")));
+    let flags = named_bits(&field("5"));
+    let code = [
+        (FLAG_SCALED, "SCALED"),
+        (FLAG_NARROWED, "NARROWED"),
+        (FLAG_SHIFTED, "SHIFTED"),
+        (FLAG_PLANAR, "PLANAR"),
+    ]
+    .map(|(flag, name)| (flag.trailing_zeros(), name.to_string()));
+    assert_eq!(flags, code, "the flag bits of a tiled chunk");
+    let tiled = code;
+    assert!(field("5").contains(&format!(
+        "bit 0 (`STORED`) and bits {}-7 zero",
+        tiled.len() + 1
+    )));
+    assert!(field("7").starts_with("bits 0-1: `log2 W`"));
+    assert!(field("7").contains("bit 2: mode (0 fast, 1 archive"));
+    // A chunk of one tile written in archive mode: the bytes as the table gives them.
+    let shape = [16usize, 64];
+    // Series at unrelated levels drifting slowly along time: the tiles code them best.
+    let data: Vec<u8> = (0..16 * 64u32)
+        .flat_map(|i| {
+            let level = (i % 64).wrapping_mul(2_654_435_761) as f32 * 1e-6;
+            (level + (i / 64) as f32 * 1.001).to_le_bytes()
+        })
+        .collect();
+    let params = karoo::Params {
+        mode: karoo::Mode::Archive,
+        ..karoo::Params::new(4, &shape)
+    };
+    let chunk = karoo::compress(&data, &params).unwrap();
+    assert_eq!(chunk[4], VERSION_ONE_TILE);
+    assert_eq!(
+        (chunk[7], chunk[8], chunk[9]),
+        (2 | 4, 2, 0),
+        "word byte, rank, time axis"
     );
 }

@@ -201,7 +201,9 @@ def test_corrupted_chunk_raises_oserror_and_process_survives(h5file, capfd):
         assert "karoo: corrupt chunk: checksum mismatch" in reported(capfd)
         with pytest.raises(OSError, match="filter returned failure during read"):
             f["d"][:32]
-        assert "karoo: corrupt chunk: truncated" in reported(capfd)
+        # A chunk of one tile has no tile table: its coder finds the stream cut short.
+        message = reported(capfd)
+        assert message.startswith("karoo: corrupt chunk: ") and "truncated" in message, message
         assert same_bits(f["ok"][...], data)
 
 

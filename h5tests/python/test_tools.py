@@ -98,5 +98,5 @@ def test_h5dump_reports_a_corrupt_chunk_on_the_error_stack(tmp_path):
         d.id.write_direct_chunk((0, 0), b"KARO" + bytes(100))  # version byte 0
     result = subprocess.run([h5dump, "--enable-error-stack", "-d", "/d", str(path)], capture_output=True, text=True)
     assert result.returncode != 0
-    assert "karoo: unsupported chunk format version 0.0 (this build reads 1.0, 2.0, 3.0, 4.2; written by a later karoo?)" in result.stderr
+    assert "karoo: unsupported chunk format version 0.0 (this build reads 1.0, 2.0, 3.0, 4.2, 5.0; written by a later karoo?)" in result.stderr
     assert "filter returned failure during read" in result.stderr

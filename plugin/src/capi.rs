@@ -522,7 +522,10 @@ fn describe(input: &[u8]) -> Result<String, String> {
             let (_, len) = Scales::parse(&input[at..], words).map_err(|e| e.to_string())?;
             at += len;
         }
-        for &size in &header.tile_sizes {
+        let sizes = header
+            .tile_sizes_in(input.len() - at)
+            .map_err(|e| e.to_string())?;
+        for size in sizes {
             let size = size as usize;
             let name = coding_name(&input[at..at + size]);
             at += size;

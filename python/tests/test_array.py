@@ -145,7 +145,7 @@ def test_describe_reports_the_codings():
     assert all(name.startswith("previous/") for name in info["codings"])
     assert info["coding_bytes"].keys() == info["codings"].keys()
     assert 0 < sum(info["coding_bytes"].values()) < info["encoded_size"]
-    assert info["format_version"] == "3.0" and info["shifted_bits"] == 0
+    assert info["format_version"] == "5.0" and info["shifted_bits"] == 0
 
 
 def test_decoding_releases_the_gil():
