@@ -77,8 +77,21 @@ pub const FLAG_SHIFTED: u8 = 8;
 /// Flag: the tiles code the components of each element as separate planes (see
 /// `planar`): the shape and geometry describe that coded array, components first.
 pub const FLAG_PLANAR: u8 = 16;
-/// Offset of the flags byte in the header.
-pub const FLAGS_OFFSET: usize = 6;
+/// Offset of the flags byte in the header of versions 1 to 3.
+const FLAGS_OFFSET: usize = 6;
+/// Offset of the flags byte in the header of a one-tile chunk (version 5).
+const ONE_TILE_FLAGS_OFFSET: usize = 5;
+
+/// The flag bits of a tiled chunk (versions 1 to 3 and 5) that this encoder wrote, read
+/// at its version's offset (0 for other bytes).
+pub fn written_flags(chunk: &[u8]) -> u8 {
+    let offset = match chunk.get(4) {
+        Some(&VERSION_ONE_TILE) => ONE_TILE_FLAGS_OFFSET,
+        Some(&(VERSION_FIXED | VERSION_COMPACT | VERSION)) => FLAGS_OFFSET,
+        _ => return 0,
+    };
+    chunk.get(offset).copied().unwrap_or(0)
+}
 /// Bytes every header version starts with (magic to the shift count).
 const COMMON_LEN: usize = 14;
 /// Bytes of a one-tile chunk's header before its optional shift byte and its varints.

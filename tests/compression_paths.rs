@@ -6,7 +6,7 @@ mod common;
 
 use common::{noise_u32, round_trip, widened};
 use karoo::internals::Header;
-use karoo::{compress, decompress, Coder, ElementKind, Mode, Params};
+use karoo::{compress, decompress, Coder, ElementKind, ElementType, Mode, Params, TypeKind};
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
@@ -132,13 +132,28 @@ fn scaled_spectra_with_flagged_band_edges_are_coded_as_integers() {
     }
 }
 
+/// Checks that `data` of `shape` is coded as scaled integers in both modes, as words of
+/// no recorded type and as complex numbers (pairs of words: the element type's bits in a
+/// one-tile chunk's header are not flags).
 fn check_scaled_spectra(shape: &[usize], data: &[u8]) {
+    let mut pairs = shape.to_vec();
+    *pairs.last_mut().unwrap() /= 2;
+    pairs.push(2);
     for mode in [Mode::Fast, Mode::Archive] {
         let plain = {
             let mut p = params(4, shape, mode);
             p.element = ElementKind::Other;
             compress(data, &p).unwrap()
         };
+        let mut complex = params(4, &pairs, mode);
+        complex.components = 2;
+        complex.element_type = ElementType::of(TypeKind::Complex);
+        let chunk = round_trip(data, &complex);
+        assert_eq!(
+            recorded(&chunk).1 & !PLANAR,
+            2,
+            "{mode:?} {pairs:?}: complex scaled integers"
+        );
         let chunk = round_trip(data, &params(4, shape, mode));
         let (_, flags, _) = recorded(&chunk);
         assert_eq!(flags, 2, "{mode:?} {shape:?}: scaled integers");

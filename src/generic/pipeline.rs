@@ -449,10 +449,22 @@ fn lzma_decompress(payload: &[u8], out: &mut [u8]) -> Result<(), StreamError> {
     })
 }
 
-/// `bytes` as one bzip2 stream of 900 kB blocks.
+/// The bzip2 block size (in 100 kB) that holds `len` bytes in one block as 900 kB
+/// blocks would: bzip2's first run-length step may lengthen its input by a quarter, and a
+/// block of `100000 k` bytes holds 19 fewer. Larger inputs take 900 kB blocks. The stream
+/// is then that of 900 kB blocks but for the block size digit of its header, and the
+/// encoder and decoder allocate no more than the bytes need.
+fn bzip2_block_size(len: usize) -> u32 {
+    let longest = len + len / 4 + 19;
+    longest.div_ceil(100_000).clamp(1, 9) as u32
+}
+
+/// `bytes` as one bzip2 stream at bzip2's best compression: the stream of 900 kB blocks,
+/// with blocks no larger than the bytes need ([`bzip2_block_size`]).
 fn bzip2_compress(bytes: &[u8]) -> Vec<u8> {
     use bzip2::{Action, Compress, Compression, Status};
-    let mut stream = Compress::new(Compression::best(), 30);
+    let level = Compression::new(bzip2_block_size(bytes.len()));
+    let mut stream = Compress::new(level, 30);
     let mut out = Vec::with_capacity(bytes.len() / 2 + 1024);
     loop {
         out.reserve(bytes.len() / 4 + 1024);
@@ -636,6 +648,49 @@ mod tests {
         assert_eq!(stream_len(16, elements, 2), 4);
         assert_eq!(words.minor_version(), 2);
         assert_eq!(elements.to_byte(4), 0xa6);
+    }
+
+    #[test]
+    fn bzip2_streams_are_those_of_900_kb_blocks_but_for_the_block_size_digit() {
+        use bzip2::{Action, Compress, Compression};
+        let best = |bytes: &[u8]| {
+            let mut stream = Compress::new(Compression::best(), 30);
+            let mut out = Vec::with_capacity(2 * bytes.len() + 1024);
+            stream
+                .compress_vec(bytes, &mut out, Action::Finish)
+                .unwrap();
+            out
+        };
+        // Noise, and runs of four equal bytes (which bzip2's first step lengthens by a
+        // quarter), around the sizes where the block size steps up.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect()
+        };
+        let runs = |n: usize| -> Vec<u8> { (0..n).map(|i| (i / 4 % 251) as u8).collect() };
+        for (bytes, level) in [
+            (noise(2000), 1),
+            (noise(79_984), 1),
+            (noise(79_986), 2),
+            (runs(79_984), 1),
+            (runs(79_988), 2),
+            (noise(300_000), 4),
+        ] {
+            assert_eq!(bzip2_block_size(bytes.len()), level, "{}", bytes.len());
+            let (sized, nine) = (bzip2_compress(&bytes), best(&bytes));
+            assert_eq!(sized.len(), nine.len(), "{}", bytes.len());
+            assert_eq!((sized[3], nine[3]), (b'0' + level as u8, b'9'));
+            assert_eq!(sized[4..], nine[4..], "{}", bytes.len());
+        }
+        assert_eq!(bzip2_block_size(720_000), 9);
+        assert_eq!(bzip2_block_size(usize::MAX / 2), 9);
     }
 
     #[test]
