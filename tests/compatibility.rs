@@ -362,37 +362,43 @@ fn golden_chunks_cover_every_coding_path() {
         has(&|l| l.contains(" v2 ") && l.contains(" shift=")),
         "version 2, shifted"
     );
-    for (flags, what) in [
-        (0, "tiled"),
-        (1, "stored"),
-        (2, "scaled"),
-        (4, "narrowed"),
-        (6, "narrowed and scaled"),
-        (16, "planar"),
-    ] {
-        assert!(
-            has(&|l| l.contains(" v3 ") && l.contains(&format!(" flags={flags} "))),
-            "version 3, {what}"
-        );
-    }
+    // Each of `flags` in some fixture of `version`.
+    let has_flags = |version: &str, flags: &[(u8, &str)]| {
+        for (flags, what) in flags {
+            let fields = [format!(" {version} "), format!(" flags={flags} ")];
+            assert!(
+                has(&|l| fields.iter().all(|f| l.contains(f.as_str()))),
+                "{version}, {what}"
+            );
+        }
+    };
+    has_flags(
+        "v3",
+        &[
+            (0, "tiled"),
+            (1, "stored"),
+            (2, "scaled"),
+            (4, "narrowed"),
+            (6, "narrowed and scaled"),
+            (16, "planar"),
+        ],
+    );
     assert!(
         has(&|l| l.contains(" v3 ") && l.contains(" shift=")),
         "version 3, shifted"
     );
     // One-tile chunks: each flag a chunk of one tile takes (the encoder codes planes in
     // tiles of their own), both modes.
-    for (flags, what) in [
-        (0, "tiled"),
-        (2, "scaled"),
-        (4, "narrowed"),
-        (6, "narrowed and scaled"),
-        (8, "shifted"),
-    ] {
-        assert!(
-            has(&|l| l.contains(" v5 ") && l.contains(&format!(" flags={flags} "))),
-            "version 5, {what}"
-        );
-    }
+    has_flags(
+        "v5",
+        &[
+            (0, "tiled"),
+            (2, "scaled"),
+            (4, "narrowed"),
+            (6, "narrowed and scaled"),
+            (8, "shifted"),
+        ],
+    );
     for mode in [0, 1] {
         assert!(
             has(&|l| l.contains(" v5 ") && l.contains(&format!(" mode={mode} "))),
