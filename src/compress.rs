@@ -275,7 +275,7 @@ impl<'a> Layout<'a> {
         Some(len)
     }
 
-    /// The bytes of `part` of the chunk (see [`planar_part`]) coded with its components
+    /// The payload bytes of `part` of the chunk (see [`planar_part`]) coded with its components
     /// interleaved and as planes, which decide whether the chunk's components are coded
     /// as planes (see [`clearly_smaller_as_planes`]); None when the part has no planes or
     /// a coding failed.
@@ -296,11 +296,18 @@ impl<'a> Layout<'a> {
         let (Ok(interleaved), Ok(split)) = (interleaved, split) else {
             return None;
         };
-        let sizes = (interleaved.len(), split.len());
+        // The payloads, without the headers: the part's interleaved coding may be one
+        // tile (a shorter header) where the whole chunk's is several, like its planes'.
+        let sizes = (payload_len(&interleaved), payload_len(&split));
         buffers::give(interleaved);
         buffers::give(split);
         Some(sizes)
     }
+}
+
+/// Bytes of a chunk after its header.
+fn payload_len(chunk: &[u8]) -> usize {
+    Header::parse(chunk, u64::MAX).map_or(chunk.len(), |(_, header_len)| chunk.len() - header_len)
 }
 
 /// A part of a chunk that is coded both ways to decide between two codings of the whole
