@@ -9,7 +9,7 @@ use crate::checksum;
 use crate::error::Result;
 use crate::fill::Fill;
 use crate::format::{
-    self, written_flags, Header, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
+    self, Header, FLAG_NARROWED, FLAG_PLANAR, FLAG_SCALED, FLAG_SHIFTED, FLAG_STORED,
 };
 use crate::generic;
 use crate::layout::{self, Geometry, Spatial, Tile};
@@ -511,7 +511,8 @@ fn compress_scaled(data: &[u8], layout: Layout, planar: Option<&Planar>) -> Opti
     drop(planes);
     buffers::give(integers);
     // A chunk that did not compress was stored: its bytes are the integers, not the data.
-    (written_flags(&chunk) & FLAG_STORED == 0).then_some(chunk)
+    let stored = Header::parse(&chunk, u64::MAX).is_ok_and(|(header, _)| header.is_stored());
+    (!stored).then_some(chunk)
 }
 
 /// Smallest chunk [`compress`] codes one tile after another straight into the buffer it
@@ -1105,7 +1106,8 @@ mod tests {
         let mut params = Params::new(4, &shape);
         params.mode = Mode::Archive;
         let chunk = compress(&data, &params).unwrap();
-        assert_eq!(written_flags(&chunk) & FLAG_SCALED, 0);
+        let (header, _) = Header::parse(&chunk, u64::MAX).unwrap();
+        assert!(!header.is_scaled());
         assert_eq!(crate::decompress(&chunk).unwrap(), data);
     }
 

@@ -503,16 +503,12 @@ fn check_tile_sizes(
             tile::parse_coding(slice).map_err(|reason| Error::corrupt_block(index, reason))?;
         let words = g.tile_words(tile);
         let least = TILE_HEADER_LEN + coding.coder.min_encoded_len(words, w);
-        if slice.len() < least && one_tile {
-            return Err(Error::Truncated(format!(
-                "a tile of {} bytes cannot hold its {words} words",
-                slice.len()
-            )));
-        }
         if slice.len() < least {
-            return Err(Error::CorruptBlock {
-                index,
-                reason: format!("{} bytes cannot hold its {words} words", slice.len()),
+            let reason = format!("{} bytes cannot hold its {words} words", slice.len());
+            return Err(if one_tile {
+                Error::Truncated(format!("a tile of {reason}"))
+            } else {
+                Error::CorruptBlock { index, reason }
             });
         }
     }

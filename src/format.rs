@@ -77,21 +77,6 @@ pub const FLAG_SHIFTED: u8 = 8;
 /// Flag: the tiles code the components of each element as separate planes (see
 /// `planar`): the shape and geometry describe that coded array, components first.
 pub const FLAG_PLANAR: u8 = 16;
-/// Offset of the flags byte in the header of versions 1 to 3.
-const FLAGS_OFFSET: usize = 6;
-/// Offset of the flags byte in the header of a one-tile chunk (version 5).
-const ONE_TILE_FLAGS_OFFSET: usize = 5;
-
-/// The flag bits of a tiled chunk (versions 1 to 3 and 5) that this encoder wrote, read
-/// at its version's offset (0 for other bytes).
-pub fn written_flags(chunk: &[u8]) -> u8 {
-    let offset = match chunk.get(4) {
-        Some(&VERSION_ONE_TILE) => ONE_TILE_FLAGS_OFFSET,
-        Some(&(VERSION_FIXED | VERSION_COMPACT | VERSION)) => FLAGS_OFFSET,
-        _ => return 0,
-    };
-    chunk.get(offset).copied().unwrap_or(0)
-}
 /// Bytes every header version starts with (magic to the shift count).
 const COMMON_LEN: usize = 14;
 /// Bytes of a one-tile chunk's header before its optional shift byte and its varints.
@@ -149,12 +134,7 @@ impl Header {
     pub fn encoded_len(&self) -> usize {
         let shape: usize = self.shape.iter().map(|&d| varint_len(d)).sum();
         if self.is_one_tile() {
-            let spatial = [
-                self.lag,
-                self.spatial.stride as u64,
-                self.spatial.run as u64,
-            ];
-            let varints: usize = spatial.iter().map(|&v| varint_len(v)).sum();
+            let varints: usize = self.one_tile_varints().iter().map(|&v| varint_len(v)).sum();
             let shift = usize::from(self.is_shifted());
             return ONE_TILE_FIXED_LEN + shift + varints + shape + 4;
         }
@@ -181,6 +161,16 @@ impl Header {
             ))
         })?;
         Ok(vec![size])
+    }
+
+    /// The fields a one-tile chunk (version 5) writes as varints before the shape, in
+    /// order: the lag, the spatial stride and run.
+    fn one_tile_varints(&self) -> [u64; 3] {
+        [
+            self.lag,
+            self.spatial.stride as u64,
+            self.spatial.run as u64,
+        ]
     }
 
     /// The fields written as varints before the shape, in order.
@@ -250,12 +240,11 @@ impl Header {
         if self.is_shifted() {
             out.push(self.shift);
         }
-        let spatial = [
-            self.lag,
-            self.spatial.stride as u64,
-            self.spatial.run as u64,
-        ];
-        for v in spatial.into_iter().chain(self.shape.iter().copied()) {
+        for v in self
+            .one_tile_varints()
+            .into_iter()
+            .chain(self.shape.iter().copied())
+        {
             write_varint(v, out);
         }
         let layout = XxHash3_64::oneshot(&out[start..]);

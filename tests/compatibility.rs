@@ -98,11 +98,6 @@ fn pinned_one_tile(chunk: &[u8]) -> Pinned {
         varint(chunk, &mut at);
     });
     let shape: Vec<u64> = (0..rank).map(|_| varint(chunk, &mut at)).collect();
-    at += 4;
-    if flags & 2 != 0 {
-        at += 16 + u32_at(chunk, at + 12) as usize + 8;
-    }
-    let (predictor, packed) = (chunk[at], chunk[at + 1]);
     Pinned {
         version: chunk[4],
         mode: (words >> 2) & 1,
@@ -114,8 +109,34 @@ fn pinned_one_tile(chunk: &[u8]) -> Pinned {
         element,
         tiling: [0; 3],
         shape,
-        codings: vec![format!("{predictor}.{}.{}", packed >> 4, packed & 15)],
+        codings: tile_codings(chunk, flags, at + 4, None),
     }
+}
+
+/// The coding each tile records (`predictor.map.coder`; coder 11's band count and token
+/// kind after a slash), the tiles starting at `at` (after the scale section, with flag
+/// bit 1 in `flags`): `sizes` bytes each, or one tile to the end of the chunk.
+fn tile_codings(chunk: &[u8], flags: u8, mut at: usize, sizes: Option<Vec<usize>>) -> Vec<String> {
+    if flags & 2 != 0 {
+        // Scaled integers: 16 fixed bytes, the coded scales, an 8-byte checksum.
+        at += 16 + u32_at(chunk, at + 12) as usize + 8;
+    }
+    let sizes = sizes.unwrap_or_else(|| vec![chunk.len() - at]);
+    let mut codings = Vec::new();
+    for size in sizes {
+        let (predictor, packed) = (chunk[at], chunk[at + 1]);
+        let mut coding = format!("{predictor}.{}.{}", packed >> 4, packed & 15);
+        if packed & 15 == 11 {
+            // Banded context rANS: its band count and token kind.
+            write!(coding, "/{}.{}", chunk[at + 2], chunk[at + 3]).unwrap();
+        }
+        codings.push(coding);
+        at += size;
+    }
+    if flags & 1 == 0 {
+        assert_eq!(at, chunk.len(), "the tiles cover the chunk");
+    }
+    codings
 }
 
 /// Reads the pinned fields of a chunk of format version 1, 2, 3, 4 or 5.
@@ -128,7 +149,7 @@ fn pinned(chunk: &[u8]) -> Pinned {
         return pinned_one_tile(chunk);
     }
     let rank = chunk[11];
-    let (tiling, shape, sizes, mut at) = match chunk[4] {
+    let (tiling, shape, sizes, at) = match chunk[4] {
         1 => {
             let tiles = u32_at(chunk, 80) as usize;
             let shape: Vec<u64> = (0..rank as usize)
@@ -155,24 +176,7 @@ fn pinned(chunk: &[u8]) -> Pinned {
         }
         v => panic!("unknown format version {v}"),
     };
-    if chunk[6] & 2 != 0 {
-        // Scaled integers: 16 fixed bytes, the coded scales, an 8-byte checksum.
-        at += 16 + u32_at(chunk, at + 12) as usize + 8;
-    }
-    let mut codings = Vec::new();
-    for size in sizes {
-        let (predictor, packed) = (chunk[at], chunk[at + 1]);
-        let mut coding = format!("{predictor}.{}.{}", packed >> 4, packed & 15);
-        if packed & 15 == 11 {
-            // Banded context rANS: its band count and token kind.
-            write!(coding, "/{}.{}", chunk[at + 2], chunk[at + 3]).unwrap();
-        }
-        codings.push(coding);
-        at += size;
-    }
-    if chunk[6] & 1 == 0 {
-        assert_eq!(at, chunk.len(), "tile table covers the chunk");
-    }
+    let codings = tile_codings(chunk, chunk[6], at, Some(sizes));
     Pinned {
         version: chunk[4],
         mode: chunk[5],
@@ -224,21 +228,14 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
             shape.join("x"),
         );
     }
-    if p.version == 5 {
-        // One tile of the whole chunk: no tiling recorded.
-        return format!(
-            "{name} v5 mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiles={}",
-            p.mode,
-            p.flags,
-            p.word_size,
-            p.rank,
-            p.time_axis,
-            shape.join("x"),
-            codings
-        );
-    }
+    // Version 5 (one tile of the whole chunk) records no tiling.
+    let tiling = if p.version == 5 {
+        String::new()
+    } else {
+        format!(" tiling={}", tiling.join("x"))
+    };
     format!(
-        "{name} v{} mode={} flags={} word={} rank={} time_axis={}{shift} shape={} tiling={} tiles={}",
+        "{name} v{} mode={} flags={} word={} rank={} time_axis={}{shift} shape={}{tiling} tiles={}",
         p.version,
         p.mode,
         p.flags,
@@ -246,7 +243,6 @@ fn manifest_line(name: &str, p: &Pinned) -> String {
         p.rank,
         p.time_axis,
         shape.join("x"),
-        tiling.join("x"),
         codings
     )
 }

@@ -23,8 +23,12 @@ fn spec_text() -> String {
 
 /// The rows of the table whose header line is `header`, as cells.
 fn table(header: &str) -> Vec<Vec<String>> {
-    let spec = spec();
-    let mut lines = spec.lines().skip_while(|l| l.trim() != header);
+    table_in(&spec(), header)
+}
+
+/// The rows of the first table of `text` whose header line is `header`, as cells.
+fn table_in(text: &str, header: &str) -> Vec<Vec<String>> {
+    let mut lines = text.lines().skip_while(|l| l.trim() != header);
     assert!(
         lines.next().is_some(),
         "docs/format.md has no table {header:?}"
@@ -268,18 +272,7 @@ fn the_one_tile_header_table_is_the_codecs_layout() {
     // The table of the one-tile section: its fixed fields are contiguous from 0 to 10.
     let spec = spec();
     let section = &spec[spec.find("## One-tile chunks").unwrap()..];
-    let rows: Vec<Vec<String>> = section
-        .lines()
-        .skip_while(|l| l.trim() != "| offset | size | field |")
-        .skip(2)
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| {
-            l.trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
-        .collect();
+    let rows = table_in(section, "| offset | size | field |");
     let mut offset = 0;
     for row in rows.iter().take_while(|r| !r[0].is_empty()) {
         assert_eq!(

@@ -653,6 +653,7 @@ mod tests {
     #[test]
     fn bzip2_streams_are_those_of_900_kb_blocks_but_for_the_block_size_digit() {
         use bzip2::{Action, Compress, Compression};
+        use rand::{rngs::SmallRng, RngCore, SeedableRng};
         let best = |bytes: &[u8]| {
             let mut stream = Compress::new(Compression::best(), 30);
             let mut out = Vec::with_capacity(2 * bytes.len() + 1024);
@@ -663,16 +664,11 @@ mod tests {
         };
         // Noise, and runs of four equal bytes (which bzip2's first step lengthens by a
         // quarter), around the sizes where the block size steps up.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = SmallRng::seed_from_u64(0x9e37_79b9);
         let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect()
+            let mut bytes = vec![0; n];
+            rng.fill_bytes(&mut bytes);
+            bytes
         };
         let runs = |n: usize| -> Vec<u8> { (0..n).map(|i| (i / 4 % 251) as u8).collect() };
         for (bytes, level) in [
