@@ -48,7 +48,7 @@ pub use decompress::{decoded_len, decompress, decompress_into, decompress_with, 
 pub use element_type::{ElementType, TypeKind};
 pub use error::{Error, Result};
 pub use format::MAX_RANK;
-pub use params::{ElementKind, Mode, Params, MAX_LEVEL, MAX_THREADS};
+pub use params::{ElementKind, Mode, Params, DEFAULT_LEVEL, MAX_LEVEL, MAX_THREADS};
 pub use predict::residual::ResidualMap;
 pub use predict::Predictor;
 

@@ -122,15 +122,24 @@ pub struct Params {
     /// What the elements are, recorded in the chunk for typed readers (decoding bytes
     /// never needs it); unknown by default.
     pub element_type: ElementType,
-    /// Effort: 0 is the mode's default; 1 (fastest) to [`MAX_LEVEL`] (smallest). Levels 1
-    /// to 3 skip the general-purpose trials, 4 to 8 are the default, 9 codes every
-    /// general-purpose coder in full on each tile (residuals and words as they are) and
-    /// keeps the smallest. Decoding never depends on it.
+    /// Effort: 0 is the mode's default ([`DEFAULT_LEVEL`]); 1 (fastest) to [`MAX_LEVEL`]
+    /// (smallest). Levels 1 to 3 skip the general-purpose trials; 4 to 6 try them, archive
+    /// mode's heavy general-purpose coders (Zstandard 19 and bzip2) where a light one
+    /// already wins; 7 and 8 also where a light one comes near; 9 codes every general-purpose coder in full on each
+    /// tile (residuals and words as they are) and on the whole chunk, and keeps the
+    /// smallest. Decoding never depends on it.
     pub level: u8,
 }
 
 /// The highest effort level.
 pub const MAX_LEVEL: u8 = 9;
+
+/// The effort level that level 0 (the mode's default) stands for.
+pub const DEFAULT_LEVEL: u8 = 5;
+
+/// Levels from this one on also try archive mode's heavy general-purpose coders where a
+/// light one comes near the smaller chunk so far.
+pub(crate) const HEAVY_LEVEL: u8 = 7;
 
 /// Levels up to this one skip the general-purpose trials.
 const LEAN_LEVELS: u8 = 3;
@@ -152,6 +161,15 @@ impl Params {
             mode: Mode::Fast,
             element_type: ElementType::default(),
             level: 0,
+        }
+    }
+
+    /// The effort level in force: [`DEFAULT_LEVEL`] for level 0, else the level.
+    pub(crate) fn effort_level(&self) -> u8 {
+        if self.level == 0 {
+            DEFAULT_LEVEL
+        } else {
+            self.level
         }
     }
 
@@ -194,7 +212,7 @@ impl Params {
             DEFAULT_CODER
         });
         // Low levels skip the trials of other coders; no coder requested, they apply.
-        let trials = self.coder.is_none() && !(1..=LEAN_LEVELS).contains(&self.level);
+        let trials = self.coder.is_none() && self.effort_level() > LEAN_LEVELS;
         Candidates {
             predictors,
             maps,
@@ -216,7 +234,7 @@ impl Params {
             generic_on_repeats: archive,
             float_fields: archive && trials && self.element == ElementKind::Float,
             banded: archive && self.coder.is_none(),
-            exhaustive: trials && self.level == MAX_LEVEL,
+            exhaustive: trials && self.effort_level() == MAX_LEVEL,
         }
     }
 

@@ -1,13 +1,15 @@
-//! Effort levels: every level round-trips bit for bit in both modes; level 9, which codes
-//! every general-purpose coder in full on each tile, is never larger than the default
-//! level, nor than a tile coded by one of those coders on the words as they are.
+//! Effort levels: every level round-trips bit for bit in both modes; level 0 is the
+//! default level; archive mode's default levels are never larger than Zstandard 3 on the
+//! whole chunk; level 9, which codes every general-purpose coder in full on each tile, is
+//! never larger than the default level, nor than a tile coded by one of those coders on
+//! the words as they are.
 
 mod common;
 
 use common::{noise_u32, smooth_f32};
 use karoo::{
     compress, decompress, Coder, ElementType, Mode, Params, Predictor, ResidualMap, TypeKind,
-    MAX_LEVEL,
+    DEFAULT_LEVEL, MAX_LEVEL,
 };
 
 /// Chunks of the kinds the levels choose between: smooth series (prediction wins), noise
@@ -69,6 +71,71 @@ fn every_level_round_trips_in_both_modes() {
                 assert_eq!(decompress(&chunk).unwrap(), data, "{name} {mode:?} {level}");
                 assert!(chunk.len() <= data.len() + 64, "{name} {mode:?} {level}");
             }
+        }
+    }
+}
+
+#[test]
+fn level_0_is_the_default_level() {
+    for (name, data, shape) in workloads() {
+        for mode in Mode::ALL {
+            assert_eq!(
+                compress(&data, &at_level(mode, 0, &shape)).unwrap(),
+                compress(&data, &at_level(mode, DEFAULT_LEVEL, &shape)).unwrap(),
+                "{name} {mode:?}"
+            );
+        }
+    }
+}
+
+/// The bytes of `data` in `unit`-byte units, byte shuffled: byte `b` of unit `i` at
+/// offset `b n + i`.
+fn byte_shuffled(data: &[u8], unit: usize) -> Vec<u8> {
+    (0..unit)
+        .flat_map(|b| data.chunks_exact(unit).map(move |u| u[b]))
+        .collect()
+}
+
+/// Archive mode's default levels code a chunk of up to 128 KiB (its own sample) with
+/// Zstandard 3 after no shuffle and after each byte shuffle, and keep the smallest of
+/// those when it is smaller than the rest: no chunk is larger than the brief chunk of
+/// any of them.
+#[test]
+fn archive_default_levels_are_never_larger_than_zstandard_3_on_the_whole_chunk() {
+    use karoo::internals::{brief_chunk, Compressor, Pipeline, Transform};
+    for (name, data, shape) in workloads() {
+        let (complex, element) = element_of(&shape);
+        let words: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        let mut transforms = vec![(Transform::None, 1), (Transform::Words, 4)];
+        if complex {
+            transforms.push((Transform::Elements, 8));
+        }
+        let zstd3 = transforms
+            .into_iter()
+            .map(|(transform, unit)| {
+                let frame = zstd::bulk::compress(&byte_shuffled(&data, unit), 3).unwrap();
+                let pipeline = Pipeline {
+                    transform,
+                    compressor: Compressor::Zstd,
+                };
+                brief_chunk(&data, 4, &words, element, pipeline, Some(frame))
+                    .expect("a brief chunk")
+                    .len()
+            })
+            .min()
+            .unwrap();
+        for level in [0, 4, 5, 6] {
+            let params = Params {
+                components: if complex { 2 } else { 1 },
+                element_type: element,
+                ..at_level(Mode::Archive, level, &shape)
+            };
+            let chunk = compress(&data, &params).unwrap();
+            assert!(
+                chunk.len() <= zstd3,
+                "{name} level {level}: {} > Zstandard 3's {zstd3}",
+                chunk.len()
+            );
         }
     }
 }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::pipeline::{self, Compressor, Effort, Pipeline, Transform, STORED};
 use crate::buffers;
 use crate::format;
-use crate::params::{Mode, Params, MAX_LEVEL};
+use crate::params::{Mode, Params, HEAVY_LEVEL, MAX_LEVEL};
 
 /// Chunks of at most this many bytes are their own sample: every trial codes them whole.
 const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
@@ -28,6 +28,10 @@ const PART_LEAST_BYTES: usize = 1 << 14;
 /// fall short of the gain on the whole).
 const PART_SLACK: usize = 16;
 
+/// A pipeline to code a chunk with in full, at an effort, with its payload where a trial
+/// already coded the whole chunk.
+type Trial = (Pipeline, Effort, Option<Vec<u8>>);
+
 /// The brief chunk of `data` (of `shape` in words) that is smaller than `tiled_len`
 /// bytes (the chunk as tiles code it), the smallest of those the effort level of
 /// `params` tries; `None` when none is.
@@ -46,8 +50,8 @@ pub(crate) fn smallest(
         best_len = header_len + data.len();
         best = Some((STORED, Vec::new()));
     }
-    for (p, coded) in full_trials(data, params, best_len.saturating_sub(header_len)) {
-        let payload = coded.unwrap_or_else(|| pipeline::encode(data, w, p, Effort::Full));
+    for (p, effort, coded) in full_trials(data, params, best_len.saturating_sub(header_len)) {
+        let payload = coded.unwrap_or_else(|| pipeline::encode(data, w, p, effort));
         let bounded = data.len() as u64 <= pipeline::max_decoded_len(p.compressor, payload.len());
         if bounded && header_len + payload.len() < best_len {
             best_len = header_len + payload.len();
@@ -60,19 +64,20 @@ pub(crate) fn smallest(
 }
 
 /// The pipelines to code `data` with in full, given that the payload must come under
-/// `room` bytes to be kept, each with its payload where a trial already coded it in
-/// full: none when a predictor or coder was requested; at level 9, every pipeline of
-/// the mode; at levels 1 to 3, none; otherwise, of the Bitshuffle filter's coding of
-/// the values as the filter sees them (elements of complex data, else words) and, in
-/// fast mode, LZ4 after a byte shuffle of words: in fast mode the finalists of trials
-/// on evenly spaced pieces of the chunk ([`finalists`]); in archive mode those a trial
-/// on a sample of the chunk (the whole of a small one) estimates under `room`, and when
-/// Zstandard at level 3 after the best of the byte shuffles comes within 1/8 of `room`
-/// (the heavier compressors do better still), Zstandard at level 19 and bzip2 after
-/// that shuffle, each when its gain over Zstandard 3 on the middle quarter of a sample
-/// of 64 KiB or more puts it within 1/16 of `room`, and its own trial on the sample
-/// then comes under `room`.
-fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Option<Vec<u8>>)> {
+/// `room` bytes to be kept: none when a predictor or coder was requested; at level 9,
+/// every pipeline of the mode at full effort; at levels 1 to 3, none; otherwise, of the
+/// Bitshuffle filter's coding of the values as the filter sees them (elements of complex
+/// data, else words) and, in fast mode, LZ4 after a byte shuffle of words: in fast mode
+/// the finalists of trials on evenly spaced pieces of the chunk ([`finalists`]); in
+/// archive mode those a trial on a sample of the chunk (the whole of a small one)
+/// estimates under `room`, and Zstandard at level 3 after the best of no shuffle and the
+/// byte shuffles when its trial comes under `room`. Archive mode also tries heavier
+/// compressors when that Zstandard 3 trial comes under `room` and, from level 7 on, when
+/// it comes within 1/8 of `room`: Zstandard at level 19 and bzip2 after that transform,
+/// each when its gain over Zstandard 3 on the middle quarter of a sample of 64 KiB or
+/// more puts it within 1/16 of `room`, and its own trial on the sample then comes under
+/// `room`.
+fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<Trial> {
     let w = params.word_size;
     let complex = params.components == 2;
     let mut transforms = vec![Transform::None, Transform::Words];
@@ -95,7 +100,8 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
     if params.predictor.is_some() || params.coder.is_some() {
         return Vec::new();
     }
-    match params.level {
+    let level = params.effort_level();
+    match level {
         1..=3 => return Vec::new(),
         MAX_LEVEL => {
             let mut all = match params.mode {
@@ -118,7 +124,7 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
                 .concat(),
             };
             all.retain(fits);
-            return all.into_iter().map(|p| (p, None)).collect();
+            return all.into_iter().map(|p| (p, Effort::Full, None)).collect();
         }
         _ => {}
     }
@@ -148,51 +154,62 @@ fn full_trials(data: &[u8], params: &Params, room: usize) -> Vec<(Pipeline, Opti
             finalists(data, &[lz4_words, bitshuffle], w, room)
         }
         Mode::Archive => {
+            let whole = sample.len() == data.len();
             let best = with(&transforms, Compressor::Zstd)
                 .into_iter()
                 .filter(fits)
-                .map(|p| (trial(p, Effort::Estimate).0, p))
-                .min_by_key(|&(len, _)| len);
-            // The heavy compressors' own trials on the sample decide, for those whose
-            // gain over Zstandard 3 on a part of the sample brings them near `room`.
-            let heavy = match best {
-                Some((len, light)) if len < room + room / 8 => {
-                    let transform = light.transform;
-                    let heavy = [
-                        with(&[transform], light.compressor),
-                        with(&[transform], Compressor::Bzip2),
-                    ]
-                    .concat();
-                    let promising = match part(sample, 2 * w) {
-                        Some(part) => {
-                            let light = pipeline::encode(part, w, light, Effort::Estimate).len();
-                            heavy
-                                .into_iter()
-                                .filter(|&p| {
-                                    let coded = pipeline::encode(part, w, p, Effort::Full).len();
-                                    len * coded / light.max(1) < room + room / PART_SLACK
-                                })
-                                .collect()
-                        }
-                        None => heavy,
-                    };
-                    kept(&promising, Effort::Full)
-                }
-                _ => Vec::new(),
+                .map(|p| {
+                    let (len, coded) = trial(p, Effort::Estimate);
+                    (len, p, coded)
+                })
+                .min_by_key(|&(len, _, _)| len);
+            let Some((len, light, coded)) = best else {
+                return kept(&[bitshuffle], Effort::Estimate);
             };
-            [heavy, kept(&[bitshuffle], Effort::Estimate)].concat()
+            let light_trial =
+                (len < room).then(|| (light, Effort::Estimate, whole.then_some(coded)));
+            // The heavy compressors are tried when Zstandard 3 already wins (the chunk
+            // is coded whole anyway) and, from level 7 on, when it comes near `room`;
+            // their own trials on the sample decide, for those whose gain over
+            // Zstandard 3 on a part of the sample brings them near `room`.
+            let near = len < room || (level >= HEAVY_LEVEL && len < room + room / 8);
+            let heavy = if near {
+                let transform = light.transform;
+                let heavy = [
+                    with(&[transform], light.compressor),
+                    with(&[transform], Compressor::Bzip2),
+                ]
+                .concat();
+                let promising = match part(sample, 2 * w) {
+                    Some(part) => {
+                        let light = pipeline::encode(part, w, light, Effort::Estimate).len();
+                        heavy
+                            .into_iter()
+                            .filter(|&p| {
+                                let coded = pipeline::encode(part, w, p, Effort::Full).len();
+                                len * coded / light.max(1) < room + room / PART_SLACK
+                            })
+                            .collect()
+                    }
+                    None => heavy,
+                };
+                kept(&promising, Effort::Full)
+            } else {
+                Vec::new()
+            };
+            [
+                light_trial.into_iter().collect(),
+                heavy,
+                kept(&[bitshuffle], Effort::Estimate),
+            ]
+            .concat()
         }
     }
 }
 
 /// Fast mode's trials of `pipelines` on the pieces of `data` ([`pieces`]): those whose
 /// trial comes under `room` (see [`under_room`]).
-fn finalists(
-    data: &[u8],
-    pipelines: &[Pipeline],
-    word_size: usize,
-    room: usize,
-) -> Vec<(Pipeline, Option<Vec<u8>>)> {
+fn finalists(data: &[u8], pipelines: &[Pipeline], word_size: usize, room: usize) -> Vec<Trial> {
     let sample = pieces(data);
     let kept = under_room(
         data.len(),
@@ -219,7 +236,7 @@ fn under_room(
     word_size: usize,
     room: usize,
     effort: Effort,
-) -> Vec<(Pipeline, Option<Vec<u8>>)> {
+) -> Vec<Trial> {
     let whole = sample.len() == len;
     pipelines
         .iter()
@@ -228,7 +245,7 @@ fn under_room(
         .filter_map(|p| {
             let coded = pipeline::encode(sample, word_size, p, effort);
             let estimate = coded.len() * len / sample.len().max(1);
-            (estimate < room).then(|| (p, whole.then_some(coded)))
+            (estimate < room).then(|| (p, effort, whole.then_some(coded)))
         })
         .collect()
 }
