@@ -4,6 +4,7 @@ pub mod bitshuffled;
 pub mod shuffled;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod zstd_compression;
 pub mod zstd_decompression;
 
 use crate::archive::{

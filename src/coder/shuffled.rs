@@ -128,10 +128,7 @@ pub(crate) fn compress_bytes_into(bytes: &[u8], backend: Backend, level: i32, ou
             let len = lz4_in_room(bytes, &mut out[start..]);
             out.truncate(start + len);
         }
-        Backend::Zstd => out.extend_from_slice(
-            &zstd::bulk::compress(bytes, level)
-                .expect("zstd compresses any input into a growable buffer"),
-        ),
+        Backend::Zstd => out.extend_from_slice(&super::zstd_compression::compress(bytes, level)),
     }
 }
 

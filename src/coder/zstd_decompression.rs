@@ -1,10 +1,7 @@
 //! Zstandard decompression through a context kept per thread.
 //!
 //! A fresh decompression context is allocated (and its tables set up) for every frame;
-//! a thread's tiles reuse one instead. Compression keeps making a context per frame:
-//! measured on archive tiles, a reused compression context (whose match tables
-//! Zstandard then invalidates by position instead of clearing) compressed more slowly
-//! than a fresh one.
+//! a thread's tiles reuse one instead (as compression does, see `zstd_compression`).
 
 use std::cell::RefCell;
 use std::io;
