@@ -139,3 +139,21 @@ macro_rules! shared_coder_tests {
     };
 }
 pub(crate) use shared_coder_tests;
+
+/// `len` bytes with runs and repeats, so that a general-purpose compressor's frames hold
+/// matches.
+pub fn matchable_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if i % 7 < 3 {
+                (i / 97) as u8
+            } else {
+                (x >> 59) as u8
+            }
+        })
+        .collect()
+}

@@ -51,23 +51,7 @@ pub fn compress(bytes: &[u8], level: i32) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `len` bytes with runs and repeats, so that frames hold matches.
-    fn sample(seed: u64, len: usize) -> Vec<u8> {
-        let mut x = seed;
-        (0..len)
-            .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                if i % 7 < 3 {
-                    (i / 97) as u8
-                } else {
-                    (x >> 59) as u8
-                }
-            })
-            .collect()
-    }
+    use crate::coder::testing::matchable_bytes as sample;
 
     #[test]
     fn a_kept_context_codes_each_frame_as_a_fresh_one() {

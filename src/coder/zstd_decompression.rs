@@ -34,23 +34,7 @@ pub fn decompress_to(input: &[u8], out: &mut [u8]) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `len` bytes with runs and repeats, so that frames hold matches.
-    fn sample(seed: u64, len: usize) -> Vec<u8> {
-        let mut x = seed;
-        (0..len)
-            .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                if i % 7 < 3 {
-                    (i / 97) as u8
-                } else {
-                    (x >> 59) as u8
-                }
-            })
-            .collect()
-    }
+    use crate::coder::testing::matchable_bytes as sample;
 
     #[test]
     fn one_context_decodes_frame_after_frame() {
