@@ -251,12 +251,12 @@ def level_table(emit, quick, rounds):
     archive mode: pcodec 8); geometric means over the workloads."""
     named = codecs()
     peers = {"fast": "blosc2 bitshuffle+lz4 5", "archive": "pcodec 8"}
-    # The levels that code differently: 1 to 3 alike, 0 (the default) and 4 to 6 alike, 7
-    # and 8 alike (in archive mode; in fast mode as the default), 9.
-    tiers = ((1, "1-3"), (0, "0 (default), 4-6"), (7, "7-8"), (9, "9"))
-    levels = [(mode, level) for mode in ("fast", "archive") for level, _ in tiers
-              if mode == "archive" or level != 7]
-    tier_name = dict(tiers)
+    # Per mode, the levels that code differently (one of each) and the levels that code alike.
+    tiers = {
+        "fast": {1: "1-3", 0: "0 (default), 4-8", 9: "9"},
+        "archive": {1: "1-3", 0: "0 (default), 4-6", 7: "7-8", 9: "9"},
+    }
+    levels = [(mode, level) for mode, named_levels in tiers.items() for level in named_levels]
 
     runs = {f"karoo {mode} {level}": karoo_codec(mode, level) for mode, level in levels}
     runs.update({name: named[name] for name in peers.values()})
@@ -292,8 +292,7 @@ def level_table(emit, quick, rounds):
     for mode, level in levels:
         mine, peer = per_run[f"karoo {mode} {level}"], per_run[peers[mode]]
         vs = {key: geomean(np.array(mine[key]) / np.array(peer[key])) for key in mine}
-        tier = "0 (default), 4-8" if (mode, level) == ("fast", 0) else tier_name[level]
-        emit(f"| karoo {mode} | {tier} | {geomean(mine['ratio']):.4f} | {figure(geomean(mine['pack']))} "
+        emit(f"| karoo {mode} | {tiers[mode][level]} | {geomean(mine['ratio']):.4f} | {figure(geomean(mine['pack']))} "
              f"| {figure(geomean(mine['unpack']))} | {figure(vs['pack'], 2)}x | {figure(vs['unpack'], 2)}x "
              f"| {vs['ratio']:.3f} |")
     for name in peers.values():

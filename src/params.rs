@@ -125,9 +125,9 @@ pub struct Params {
     /// Effort: 0 is the mode's default ([`DEFAULT_LEVEL`]); 1 (fastest) to [`MAX_LEVEL`]
     /// (smallest). Levels 1 to 3 skip the general-purpose trials; 4 to 6 try them, archive
     /// mode's heavy general-purpose coders (Zstandard 19 and bzip2) where a light one
-    /// already wins; 7 and 8 also where a light one comes near; 9 codes every general-purpose coder in full on each
-    /// tile (residuals and words as they are) and on the whole chunk, and keeps the
-    /// smallest. Decoding never depends on it.
+    /// already wins; 7 and 8 also where a light one comes near; 9 codes every
+    /// general-purpose coder in full on each tile (residuals and words as they are) and
+    /// on the whole chunk, and keeps the smallest. Decoding never depends on it.
     pub level: u8,
 }
 
