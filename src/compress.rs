@@ -515,8 +515,8 @@ fn compress_scaled(data: &[u8], layout: Layout, planar: Option<&Planar>) -> Opti
     (!stored).then_some(chunk)
 }
 
-/// Smallest chunk [`compress`] codes one tile after another straight into the buffer it
-/// returns. Below it, tile buffers from the pool and a copy cost less than a fresh
+/// Smallest chunk that one thread codes one tile after another straight into the buffer
+/// that holds the chunk. Below it, tile buffers from the pool and a copy cost less than a fresh
 /// buffer with room for the whole chunk (glibc maps a large fresh buffer on every call,
 /// and each page faults in); above it, skipping the copy is faster.
 const JOINED_MIN_BYTES: usize = 1 << 20;
@@ -561,6 +561,28 @@ impl Packed {
             buffers::give(part);
         }
         out
+    }
+}
+
+/// Smallest chunk whose tile payloads, coded in parallel, are each copied to a buffer of
+/// their own size (see [`exact_copy`]). Below it the room of all the payloads together is
+/// a few MiB, and the copy would cost more time than the memory is worth.
+const EXACT_PAYLOADS_MIN_BYTES: usize = 4 << 20;
+
+/// The bytes of `room`, a buffer with room for any payload, in a buffer of their own
+/// size; `room` goes back to the pool for the next tile. A chunk's payloads then hold its
+/// size in memory, not the room of each: the room's pages would stay mapped (the pool
+/// keeps them, and so does the allocator for freed memory it reuses) beside the chunk.
+fn exact_copy(room: Vec<u8>) -> Vec<u8> {
+    let payload = room.as_slice().to_vec();
+    buffers::give(room);
+    payload
+}
+
+impl From<Vec<u8>> for Packed {
+    /// Bytes already in one buffer (a chunk, or any other bytes handed out the same way).
+    fn from(bytes: Vec<u8>) -> Packed {
+        Packed::whole(bytes)
     }
 }
 
@@ -711,13 +733,8 @@ impl Plan {
         self
     }
 
-    /// The whole chunk in one buffer: coded straight into it when one thread codes a
-    /// large chunk, else in parts joined afterwards.
+    /// The whole chunk in one buffer.
     fn compress(self, data: &[u8]) -> Vec<u8> {
-        if data.len() >= JOINED_MIN_BYTES && !pool::runs_in_parallel(self.threads, self.tiles.len())
-        {
-            return self.compress_joined(data);
-        }
         self.compress_parts(data).into_vec()
     }
 
@@ -732,25 +749,34 @@ impl Plan {
         out.extend_from_slice(&self.scale_section);
     }
 
-    /// The tiles coded in parallel, each into its own buffer.
+    /// The chunk in parts: coded straight into one buffer when one thread codes a large
+    /// chunk (see [`Plan::compress_joined`]), else the tiles in parallel, each payload
+    /// of a large chunk in a buffer of its own size.
     fn compress_parts(mut self, data: &[u8]) -> Packed {
+        if data.len() >= JOINED_MIN_BYTES && !pool::runs_in_parallel(self.threads, self.tiles.len())
+        {
+            return Packed::whole(self.compress_joined(data));
+        }
         let (payloads, digests): (Vec<Vec<u8>>, Vec<u64>) =
             map_shared(self.threads, self.tiles.iter().collect(), |tile| {
-                let mut payload = buffers::take(self.max_payload_len(tile));
-                self.encode_tile_into(data, tile, &mut payload);
+                let mut room = buffers::take(self.max_payload_len(tile));
+                self.encode_tile_into(data, tile, &mut room);
+                let payload = if data.len() >= EXACT_PAYLOADS_MIN_BYTES {
+                    exact_copy(room)
+                } else {
+                    room
+                };
                 (payload, self.digest(data, tile))
             })
             .into_iter()
             .unzip();
         let sizes: Vec<usize> = payloads.iter().map(Vec::len).collect();
         if !self.finish_header(data, &sizes, &digests) {
-            payloads.into_iter().for_each(buffers::give);
             return Packed {
                 parts: vec![self.stored(data)],
             };
         }
-        // The header's buffer has room for the payloads: `into_vec` appends them there.
-        let mut head = buffers::take(self.head_len() + sizes.iter().sum::<usize>());
+        let mut head = Vec::with_capacity(self.head_len());
         self.write_head(&mut head);
         let mut parts = Vec::with_capacity(1 + payloads.len());
         parts.push(head);
@@ -1021,6 +1047,38 @@ mod tests {
             params,
             narrowed: false,
             sampled: false,
+        }
+    }
+
+    /// A large chunk in parts holds its own size in memory: each part's buffer is no larger
+    /// than its bytes (not the room any payload could need), whether the tiles were
+    /// coded in parallel (many parts) or into one buffer (then it is the only part,
+    /// with room for the largest chunk: it is not copied).
+    #[test]
+    fn the_parts_of_a_chunk_hold_their_own_size() {
+        let shape = [64usize, 32768];
+        let data: Vec<u8> = (0..shape[0] * shape[1])
+            .flat_map(|i| ((i % 32768) as f32 * 1e-3).sin().to_le_bytes())
+            .collect();
+        for mode in [Mode::Fast, Mode::Archive] {
+            let params = Params {
+                mode,
+                threads: 2,
+                ..Params::new(4, &shape)
+            };
+            let packed = compress_parts(&data, &params).unwrap();
+            let parallel = pool::runs_in_parallel(2, 16);
+            assert_eq!(
+                packed.parts.len(),
+                if parallel { 17 } else { 1 },
+                "{mode:?}"
+            );
+            if parallel {
+                for part in &packed.parts {
+                    assert_eq!(part.capacity(), part.len(), "{mode:?}");
+                }
+            }
+            assert!(packed.len() < data.len() / 2, "{mode:?}: {}", packed.len());
         }
     }
 

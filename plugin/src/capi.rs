@@ -10,9 +10,10 @@ use std::os::raw::{c_char, c_int};
 use std::sync::OnceLock;
 
 use karoo::internals::{Header, Scales};
-use karoo::{Coder, ElementKind, ElementType, Mode, Params, Predictor, ResidualMap};
+use karoo::{Coder, ElementKind, ElementType, Mode, Packed, Params, Predictor, ResidualMap};
 
 use crate::cd_values::PREDICTOR_AUTO;
+use crate::hdf5::write_parts;
 use crate::panics::caught;
 
 /// What `karoo_compress` is told about the data: the same options as the filter's
@@ -51,9 +52,12 @@ pub struct KarooParams {
     pub level: u32,
 }
 
-/// A compressed chunk owned by the plugin: read it with `karoo_buffer_data` and
-/// `karoo_buffer_len`, release it with `karoo_buffer_free`.
-pub struct KarooBuffer(Vec<u8>);
+/// A compressed chunk (or other bytes) owned by the plugin, possibly in several parts
+/// (the header and each tile's payload): read its length with `karoo_buffer_len`, copy
+/// it to the caller's memory with `karoo_buffer_copy` (the parts are never joined in a
+/// buffer of their own: that would hold the chunk twice), release it with
+/// `karoo_buffer_free`.
+pub struct KarooBuffer(Packed);
 
 fn write_error(err: *mut c_char, err_len: usize, message: &str) {
     if err.is_null() || err_len == 0 {
@@ -174,21 +178,44 @@ pub unsafe extern "C" fn karoo_compress(
         };
         // SAFETY: checked non-null; the caller passes a valid struct.
         let params = params_from(unsafe { &*params })?;
-        let packed = karoo::compress(input, &params).map_err(|e| e.to_string())?;
+        let packed = karoo::compress_parts(input, &params).map_err(|e| e.to_string())?;
         // SAFETY: `out` is non-null and writable.
         unsafe { *out = Box::into_raw(Box::new(KarooBuffer(packed))) };
         Ok(())
     })
 }
 
-/// Address of a buffer's bytes.
+/// Copies a buffer's bytes, all `len` of them, to `dst`.
 ///
 /// # Safety
-/// `buffer` came from `karoo_compress` and was not freed.
+/// `buffer` came from `karoo_compress` or `karoo_describe` and was not freed; `dst` holds
+/// `len` writable bytes that do not overlap the buffer; `err` holds `err_len` writable
+/// bytes.
 #[no_mangle]
-pub unsafe extern "C" fn karoo_buffer_data(buffer: *const KarooBuffer) -> *const u8 {
-    // SAFETY: the caller passes a live buffer.
-    unsafe { (*buffer).0.as_ptr() }
+pub unsafe extern "C" fn karoo_buffer_copy(
+    buffer: *const KarooBuffer,
+    dst: *mut u8,
+    len: usize,
+    err: *mut c_char,
+    err_len: usize,
+) -> c_int {
+    guarded(err, err_len, || {
+        if buffer.is_null() || (dst.is_null() && len > 0) {
+            return Err("null pointer passed to karoo_buffer_copy".into());
+        }
+        // SAFETY: the caller passes a live buffer.
+        let packed = unsafe { &(*buffer).0 };
+        if packed.len() != len {
+            return Err(format!(
+                "karoo_buffer_copy was given {len} bytes for a buffer of {}",
+                packed.len()
+            ));
+        }
+        // SAFETY: the caller passes `len` writable bytes at `dst` that no part overlaps,
+        // and the parts add up to `len` bytes (checked above).
+        unsafe { write_parts(packed.parts(), dst, len) };
+        Ok(())
+    })
 }
 
 /// Length of a buffer in bytes.
@@ -209,8 +236,8 @@ pub unsafe extern "C" fn karoo_buffer_len(buffer: *const KarooBuffer) -> usize {
 pub unsafe extern "C" fn karoo_buffer_free(buffer: *mut KarooBuffer) {
     if !buffer.is_null() {
         // SAFETY: the buffer was made by Box::into_raw in karoo_compress.
-        let buffer = unsafe { Box::from_raw(buffer) };
-        karoo::recycle(buffer.0);
+        // Dropping the chunk keeps its parts' memory for later calls.
+        drop(unsafe { Box::from_raw(buffer) });
     }
 }
 
@@ -352,7 +379,7 @@ pub unsafe extern "C" fn karoo_describe(
         let input = unsafe { slice(data, len) };
         let json = describe(input)?;
         // SAFETY: `out` is non-null and writable.
-        unsafe { *out = Box::into_raw(Box::new(KarooBuffer(json.into_bytes()))) };
+        unsafe { *out = Box::into_raw(Box::new(KarooBuffer(json.into_bytes().into()))) };
         Ok(())
     })
 }
@@ -707,9 +734,34 @@ mod tests {
                 err.len(),
             );
             assert_eq!(rc, 0, "{}", error_text(&err));
-            let chunk =
-                std::slice::from_raw_parts(karoo_buffer_data(buffer), karoo_buffer_len(buffer))
-                    .to_vec();
+            let mut chunk = vec![0u8; karoo_buffer_len(buffer)];
+            let rc = karoo_buffer_copy(
+                buffer,
+                chunk.as_mut_ptr(),
+                chunk.len(),
+                err.as_mut_ptr(),
+                err.len(),
+            );
+            assert_eq!(rc, 0, "{}", error_text(&err));
+            // A destination of any other length is refused, and nothing is written.
+            let mut short = vec![7u8; chunk.len() - 1];
+            let rc = karoo_buffer_copy(
+                buffer,
+                short.as_mut_ptr(),
+                short.len(),
+                err.as_mut_ptr(),
+                err.len(),
+            );
+            assert_eq!(rc, -1);
+            assert_eq!(
+                error_text(&err),
+                format!(
+                    "karoo_buffer_copy was given {} bytes for a buffer of {}",
+                    short.len(),
+                    chunk.len()
+                )
+            );
+            assert!(short.iter().all(|&b| b == 7));
             karoo_buffer_free(buffer);
             let mut n = 0u64;
             assert_eq!(
@@ -747,11 +799,16 @@ mod tests {
                 ),
                 0
             );
-            let text = String::from_utf8(
-                std::slice::from_raw_parts(karoo_buffer_data(json), karoo_buffer_len(json))
-                    .to_vec(),
-            )
-            .unwrap();
+            let mut text = vec![0u8; karoo_buffer_len(json)];
+            let rc = karoo_buffer_copy(
+                json,
+                text.as_mut_ptr(),
+                text.len(),
+                err.as_mut_ptr(),
+                err.len(),
+            );
+            assert_eq!(rc, 0, "{}", error_text(&err));
+            let text = String::from_utf8(text).unwrap();
             karoo_buffer_free(json);
             assert!(text.starts_with("{\"mode\": \"fast\", \"stored\": false, \"word_size\": 4, \"shape\": [16, 8, 2]"), "{text}");
         }

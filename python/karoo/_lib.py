@@ -63,8 +63,8 @@ def _load() -> ctypes.CDLL:
     err = (ctypes.c_char_p, ctypes.c_size_t)
     lib.karoo_compress.argtypes = [buf, ctypes.c_size_t, ctypes.POINTER(_Params), ctypes.POINTER(buf), *err]
     lib.karoo_compress.restype = ctypes.c_int
-    lib.karoo_buffer_data.argtypes = [buf]
-    lib.karoo_buffer_data.restype = buf
+    lib.karoo_buffer_copy.argtypes = [buf, buf, ctypes.c_size_t, *err]
+    lib.karoo_buffer_copy.restype = ctypes.c_int
     lib.karoo_buffer_len.argtypes = [buf]
     lib.karoo_buffer_len.restype = ctypes.c_size_t
     lib.karoo_buffer_free.argtypes = [buf]
@@ -106,13 +106,21 @@ def _check(status: int, err: ctypes.Array) -> None:
 
 
 def _take_buffer(handle: ctypes.c_void_p, into=bytes):
-    """The bytes of a plugin-owned buffer as `into` (``bytes`` or a subclass), copied once;
-    the buffer is released."""
+    """The bytes of a plugin-owned buffer as a new `into` (``bytes`` or a subclass); the
+    buffer is released.
+
+    The plugin writes its parts straight into the new object, which nothing else refers
+    to yet: the chunk is held twice at most (the plugin's parts and the object), never
+    joined in a third buffer. A plain ``bytes`` object of zeros is calloc'd, so its
+    pages are only mapped as they are written."""
     try:
         size = lib.karoo_buffer_len(handle)
         if size == 0:
             return into()
-        return into(memoryview((ctypes.c_char * size).from_address(lib.karoo_buffer_data(handle))))
+        out = into(size)
+        err = ctypes.create_string_buffer(_ERR_LEN)
+        _check(lib.karoo_buffer_copy(handle, out, size, err, _ERR_LEN), err)
+        return out
     finally:
         lib.karoo_buffer_free(handle)
 

@@ -88,7 +88,7 @@ class KarooCodec(_Options, ArrayBytesCodec):
         options = self.options.as_dict()
         if array.ndim <= options["time_axis"]:
             options["time_axis"] = 0
-        return chunk_spec.prototype.buffer.from_bytes(bytes(compress(array, **options)))
+        return chunk_spec.prototype.buffer.from_bytes(compress(array, **options))
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
         # Decoded straight into an array of the chunk spec: a chunk that declares any other
@@ -137,7 +137,7 @@ class KarooBytesCodec(_Options, BytesBytesCodec):
                 options["time_axis"] = 0
         else:
             array, options["time_axis"], options["lag"] = raw, 0, 0
-        return chunk_spec.prototype.buffer.from_bytes(bytes(compress(array, **options)))
+        return chunk_spec.prototype.buffer.from_bytes(compress(array, **options))
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
         data = chunk_bytes.as_numpy_array()
