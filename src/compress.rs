@@ -179,16 +179,29 @@ fn compress_smaller(
 const SAMPLE_PARTS: usize = 8;
 /// Chunks below this many bytes are coded both ways whole: a part would say little.
 const SAMPLE_MIN_BYTES: usize = 1 << 18;
+/// Most bytes of a part (unless two slices of its axis are more): a part of a million
+/// words says what an eighth of a larger chunk would, and the trials' copies of it
+/// (gathered words, scaled integers, each trial's coding) stay small beside the chunk.
+const SAMPLE_MAX_BYTES: usize = 4 << 20;
 
-/// The chunk's first [`SAMPLE_PARTS`]-th: whole slices of its first axis of more than
-/// one element, when the chunk (of `bytes` bytes) has at least [`SAMPLE_MIN_BYTES`] and
-/// that axis at least `2 * SAMPLE_PARTS` elements.
+/// Indices of `axis` that a part of a chunk of `bytes` bytes and `shape` keeps: a
+/// [`SAMPLE_PARTS`]-th of them, at most [`SAMPLE_MAX_BYTES`] of the chunk, at least two.
+fn part_extent(bytes: usize, shape: &[usize], axis: usize) -> usize {
+    let slice = bytes / shape[axis];
+    (shape[axis] / SAMPLE_PARTS)
+        .min(SAMPLE_MAX_BYTES / slice.max(1))
+        .max(2)
+}
+
+/// The chunk's first [`SAMPLE_PARTS`]-th (see [`part_extent`]): whole slices of its first
+/// axis of more than one element, when the chunk (of `bytes` bytes) has at least
+/// [`SAMPLE_MIN_BYTES`] and that axis at least `2 * SAMPLE_PARTS` elements.
 fn sample_part(bytes: usize, shape: &[usize]) -> Option<Part> {
     let axis = shape.iter().position(|&d| d > 1)?;
     if bytes < SAMPLE_MIN_BYTES || shape[axis] < 2 * SAMPLE_PARTS {
         return None;
     }
-    Some(Part::first_of(shape, axis, shape[axis] / SAMPLE_PARTS))
+    Some(Part::first_of(shape, axis, part_extent(bytes, shape, axis)))
 }
 
 /// What every coding of a chunk shares: its (validated) shape, the parameters (4-byte
@@ -311,7 +324,8 @@ fn payload_len(chunk: &[u8]) -> usize {
 }
 
 /// A part of a chunk that is coded both ways to decide between two codings of the whole
-/// chunk: a [`SAMPLE_PARTS`]-th of one axis, every index of the others.
+/// chunk: a [`SAMPLE_PARTS`]-th of one axis (see [`part_extent`]), every index of the
+/// others.
 struct Part {
     /// The part's shape: the chunk's, with `axis` cut.
     shape: Vec<usize>,
@@ -370,7 +384,7 @@ fn planar_part(bytes: usize, shape: &[usize], params: &Params) -> Option<Part> {
     let Some(axis) = across_time else {
         return sample_part(bytes, shape);
     };
-    let kept = shape[axis] / SAMPLE_PARTS;
+    let kept = part_extent(bytes, shape, axis);
     Some(Part {
         first: (shape[axis] - kept) / 2,
         ..Part::first_of(shape, axis, kept)
@@ -1048,6 +1062,22 @@ mod tests {
             narrowed: false,
             sampled: false,
         }
+    }
+
+    /// A part is an eighth of its axis, at most SAMPLE_MAX_BYTES of the chunk, at least
+    /// two slices of the axis.
+    #[test]
+    fn parts_are_an_eighth_of_their_axis_up_to_a_bound() {
+        let mib = 1 << 20;
+        // 8 MiB: an eighth (1 MiB) is under the bound.
+        assert_eq!(part_extent(8 * mib, &[64, 32768], 0), 8);
+        // 256 MiB of rows of 64 KiB: 64 rows (4 MiB), not 512.
+        assert_eq!(part_extent(256 * mib, &[4096, 16384], 0), 64);
+        assert_eq!(part_extent(256 * mib, &[4096, 16384], 1), 256);
+        // Slices of 16 MiB: two of them, over the bound.
+        assert_eq!(part_extent(256 * mib, &[16, 4 * mib], 0), 2);
+        let part = sample_part(256 * mib, &[4096, 16384]).unwrap();
+        assert_eq!((part.shape, part.axis, part.first), (vec![64, 16384], 0, 0));
     }
 
     /// A large chunk in parts holds its own size in memory: each part's buffer is no larger

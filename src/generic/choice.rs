@@ -11,8 +11,12 @@ use crate::params::{Mode, Params, HEAVY_LEVEL, MAX_LEVEL};
 
 /// Chunks of at most this many bytes are their own sample: every trial codes them whole.
 const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
-/// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`]).
+/// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`], at
+/// most [`SAMPLE_MAX_BYTES`]).
 const SAMPLE_SHARE: usize = 16;
+/// Most bytes of a sample: a million words say what a sixteenth of a larger chunk would,
+/// and each trial's copies of the sample (shuffled bytes, codings) stay small beside it.
+const SAMPLE_MAX_BYTES: usize = 4 << 20;
 /// The heavy compressors' gain over Zstandard 3 is first measured on this fraction of
 /// the sample (the middle), when that is at least [`PART_LEAST_BYTES`].
 const PART_SHARE: usize = 4;
@@ -253,11 +257,13 @@ fn under_room(
 /// Fast mode's sample of `data`: the whole of a chunk of fewer than 2 pieces of
 /// [`PIECE_BYTES`], else evenly spaced whole pieces, one in the middle of each stretch
 /// of the chunk, as many as a [`SAMPLE_SHARE`]-th of the pieces, at least
-/// [`LEAST_PIECES`] and at most half of them. The Bitshuffle filter's blocks of 8 KiB
+/// [`LEAST_PIECES`] and at most half of them, and no more than [`SAMPLE_MAX_BYTES`]. The Bitshuffle filter's blocks of 8 KiB
 /// fall whole in a piece, so its trial codes exactly the sampled blocks.
 fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
     let total = data.len() / PIECE_BYTES;
-    let count = (total / SAMPLE_SHARE).max(LEAST_PIECES.min(total / 2));
+    let count = (total / SAMPLE_SHARE)
+        .min(SAMPLE_MAX_BYTES / PIECE_BYTES)
+        .max(LEAST_PIECES.min(total / 2));
     if count == 0 {
         return Cow::Borrowed(data);
     }
@@ -272,12 +278,14 @@ fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
 
 /// The part of `data` the default level's trials code: all of it up to
 /// [`WHOLE_SAMPLE_BYTES`], else its middle [`SAMPLE_SHARE`]-th (at least that many
-/// bytes), cut at multiples of `unit` bytes.
+/// bytes, at most [`SAMPLE_MAX_BYTES`]), cut at multiples of `unit` bytes.
 fn sample(data: &[u8], unit: usize) -> &[u8] {
     if data.len() <= WHOLE_SAMPLE_BYTES {
         return data;
     }
-    let len = (data.len() / SAMPLE_SHARE).max(WHOLE_SAMPLE_BYTES) / unit * unit;
+    let len = (data.len() / SAMPLE_SHARE).clamp(WHOLE_SAMPLE_BYTES, SAMPLE_MAX_BYTES.max(unit))
+        / unit
+        * unit;
     let start = (data.len() - len) / 2 / unit * unit;
     &data[start..start + len]
 }
@@ -306,6 +314,13 @@ mod tests {
         assert_eq!(sample(&small, 8).len(), 1000);
         let odd = vec![0u8; WHOLE_SAMPLE_BYTES + 12];
         assert_eq!(sample(&odd, 16).len() % 16, 0);
+        // A large chunk's sample is at most SAMPLE_MAX_BYTES, still from the middle.
+        let large = vec![0u8; 24 * SAMPLE_MAX_BYTES + 24];
+        let part = sample(&large, 24);
+        assert_eq!(part.len(), SAMPLE_MAX_BYTES / 24 * 24);
+        let start = part.as_ptr() as usize - large.as_ptr() as usize;
+        assert_eq!(start, (large.len() - part.len()) / 2 / 24 * 24);
+        assert_eq!(pieces(&large).len(), SAMPLE_MAX_BYTES);
     }
 
     #[test]
