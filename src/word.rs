@@ -54,8 +54,22 @@ pub trait Word:
     fn bit_length(self) -> u32;
     /// Runs `f` on this thread's reusable buffer of words (empty or holding whatever
     /// the last user left), so hot paths do not allocate, and page-fault in, a fresh
-    /// tile-sized buffer per call. A nested call gets a fresh buffer.
+    /// tile-sized buffer per call. A nested call gets a fresh buffer. A buffer grown
+    /// beyond 16 MiB (a whole large chunk's words) is released after the call.
     fn with_scratch<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+}
+
+/// Most bytes of a thread's scratch buffer kept for the next call (see
+/// [`Word::with_scratch`]): every tile's words fit, while a buffer that grew to a whole
+/// large chunk (scaled integers) goes back to the system instead of staying with the
+/// thread for good.
+const SCRATCH_KEPT_BYTES: usize = 16 << 20;
+
+/// Releases `buffer` when it holds more than [`SCRATCH_KEPT_BYTES`] of capacity.
+fn release_if_large<T>(buffer: &mut Vec<T>) {
+    if buffer.capacity() * std::mem::size_of::<T>() > SCRATCH_KEPT_BYTES {
+        *buffer = Vec::new();
+    }
 }
 
 macro_rules! impl_word {
@@ -124,7 +138,11 @@ macro_rules! impl_word {
                         const { std::cell::RefCell::new(Vec::new()) };
                 }
                 SCRATCH.with(|cell| match cell.try_borrow_mut() {
-                    Ok(mut buffer) => f(&mut buffer),
+                    Ok(mut buffer) => {
+                        let result = f(&mut buffer);
+                        release_if_large(&mut buffer);
+                        result
+                    }
                     Err(_) => f(&mut Vec::new()),
                 })
             }
@@ -200,5 +218,13 @@ mod tests {
             .join()
             .unwrap();
         u64::with_scratch(|buffer| assert!(buffer.is_empty()));
+        // A buffer grown beyond the kept size is released after the call.
+        let kept_words = SCRATCH_KEPT_BYTES / 4;
+        u32::with_scratch(|buffer| buffer.resize(kept_words, 7));
+        u32::with_scratch(|buffer| {
+            assert_eq!(buffer.len(), kept_words);
+            buffer.push(7);
+        });
+        u32::with_scratch(|buffer| assert_eq!(buffer.capacity(), 0));
     }
 }
