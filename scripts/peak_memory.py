@@ -11,8 +11,8 @@ the peak resident memory of the call beyond what was resident before it (the inp
 array, and for reads the array read into) and beyond the input and the output of the
 codec itself: the chunk it is given and the chunk it makes (through h5py, the chunk
 buffer HDF5 hands the filter and the chunk the filter hands back, even where the filter
-writes it over the buffer it was given). Each case runs in its own process; the peak comes from the kernel's high-water
-mark, reset just before the call."""
+writes it over the buffer it was given). Each case runs in its own process; the peak
+comes from the kernel's high-water mark, reset just before the call."""
 
 import os
 import pathlib

@@ -28,10 +28,7 @@ use crate::tile::{self, Candidates};
 /// chunks that do not compress are stored verbatim. The bytes do not depend on
 /// `params.threads`.
 pub fn compress(data: &[u8], params: &Params) -> Result<Vec<u8>> {
-    let tiled = compress_smaller(data, params, |plan, words| {
-        Packed::whole(plan.compress(words))
-    })?;
-    Ok(brief_or(tiled, data, params)?.into_vec())
+    Ok(compress_parts(data, params)?.into_vec())
 }
 
 /// `tiled`, or a brief chunk of `data` where one is smaller (see [`generic::smallest`]).
@@ -179,17 +176,13 @@ fn compress_smaller(
 const SAMPLE_PARTS: usize = 8;
 /// Chunks below this many bytes are coded both ways whole: a part would say little.
 const SAMPLE_MIN_BYTES: usize = 1 << 18;
-/// Most bytes of a part (unless two slices of its axis are more): a part of a million
-/// words says what an eighth of a larger chunk would, and the trials' copies of it
-/// (gathered words, scaled integers, each trial's coding) stay small beside the chunk.
-const SAMPLE_MAX_BYTES: usize = 4 << 20;
-
 /// Indices of `axis` that a part of a chunk of `bytes` bytes and `shape` keeps: a
-/// [`SAMPLE_PARTS`]-th of them, at most [`SAMPLE_MAX_BYTES`] of the chunk, at least two.
+/// [`SAMPLE_PARTS`]-th of them, at most [`generic::SAMPLE_MAX_BYTES`] of the chunk, at
+/// least two.
 fn part_extent(bytes: usize, shape: &[usize], axis: usize) -> usize {
     let slice = bytes / shape[axis];
     (shape[axis] / SAMPLE_PARTS)
-        .min(SAMPLE_MAX_BYTES / slice.max(1))
+        .min(generic::SAMPLE_MAX_BYTES / slice.max(1))
         .max(2)
 }
 
@@ -530,8 +523,8 @@ fn compress_scaled(data: &[u8], layout: Layout, planar: Option<&Planar>) -> Opti
 }
 
 /// Smallest chunk that one thread codes one tile after another straight into the buffer
-/// that holds the chunk. Below it, tile buffers from the pool and a copy cost less than a fresh
-/// buffer with room for the whole chunk (glibc maps a large fresh buffer on every call,
+/// that holds the chunk. Below it, tile buffers from the pool and a copy cost less than
+/// a fresh buffer with room for the whole chunk (glibc maps a large fresh buffer on every call,
 /// and each page faults in); above it, skipping the copy is faster.
 const JOINED_MIN_BYTES: usize = 1 << 20;
 
@@ -786,6 +779,7 @@ impl Plan {
             .unzip();
         let sizes: Vec<usize> = payloads.iter().map(Vec::len).collect();
         if !self.finish_header(data, &sizes, &digests) {
+            payloads.into_iter().for_each(buffers::give);
             return Packed {
                 parts: vec![self.stored(data)],
             };
@@ -1064,8 +1058,8 @@ mod tests {
         }
     }
 
-    /// A part is an eighth of its axis, at most SAMPLE_MAX_BYTES of the chunk, at least
-    /// two slices of the axis.
+    /// A part is an eighth of its axis, at most 4 MiB of the chunk, at least two slices of
+    /// the axis.
     #[test]
     fn parts_are_an_eighth_of_their_axis_up_to_a_bound() {
         let mib = 1 << 20;

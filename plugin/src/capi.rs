@@ -677,6 +677,28 @@ mod tests {
         String::from_utf8(bytes).unwrap()
     }
 
+    /// The bytes of a live buffer, copied out with `karoo_buffer_copy`.
+    ///
+    /// # Safety
+    /// `buffer` came from `karoo_compress` or `karoo_describe` and was not freed.
+    unsafe fn copied(buffer: *const KarooBuffer) -> Vec<u8> {
+        let mut err = [0 as c_char; 256];
+        // SAFETY: the caller passes a live buffer.
+        let mut bytes = vec![0u8; unsafe { karoo_buffer_len(buffer) }];
+        // SAFETY: `bytes` holds the buffer's length of writable bytes of its own.
+        let rc = unsafe {
+            karoo_buffer_copy(
+                buffer,
+                bytes.as_mut_ptr(),
+                bytes.len(),
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        assert_eq!(rc, 0, "{}", error_text(&err));
+        bytes
+    }
+
     #[test]
     fn the_params_layout_tiles_the_structure_in_offset_order() {
         // SAFETY: karoo_params_layout returns a static NUL-terminated string.
@@ -734,15 +756,7 @@ mod tests {
                 err.len(),
             );
             assert_eq!(rc, 0, "{}", error_text(&err));
-            let mut chunk = vec![0u8; karoo_buffer_len(buffer)];
-            let rc = karoo_buffer_copy(
-                buffer,
-                chunk.as_mut_ptr(),
-                chunk.len(),
-                err.as_mut_ptr(),
-                err.len(),
-            );
-            assert_eq!(rc, 0, "{}", error_text(&err));
+            let chunk = copied(buffer);
             // A destination of any other length is refused, and nothing is written.
             let mut short = vec![7u8; chunk.len() - 1];
             let rc = karoo_buffer_copy(
@@ -799,16 +813,7 @@ mod tests {
                 ),
                 0
             );
-            let mut text = vec![0u8; karoo_buffer_len(json)];
-            let rc = karoo_buffer_copy(
-                json,
-                text.as_mut_ptr(),
-                text.len(),
-                err.as_mut_ptr(),
-                err.len(),
-            );
-            assert_eq!(rc, 0, "{}", error_text(&err));
-            let text = String::from_utf8(text).unwrap();
+            let text = String::from_utf8(copied(json)).unwrap();
             karoo_buffer_free(json);
             assert!(text.starts_with("{\"mode\": \"fast\", \"stored\": false, \"word_size\": 4, \"shape\": [16, 8, 2]"), "{text}");
         }

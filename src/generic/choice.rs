@@ -14,9 +14,11 @@ const WHOLE_SAMPLE_BYTES: usize = 1 << 17;
 /// A larger chunk's sample is this fraction of it (at least [`WHOLE_SAMPLE_BYTES`], at
 /// most [`SAMPLE_MAX_BYTES`]).
 const SAMPLE_SHARE: usize = 16;
-/// Most bytes of a sample: a million words say what a sixteenth of a larger chunk would,
-/// and each trial's copies of the sample (shuffled bytes, codings) stay small beside it.
-const SAMPLE_MAX_BYTES: usize = 4 << 20;
+/// Most bytes of a sample here, and of the part of a chunk the encoder's layout trials
+/// code (see `compress`): a million words say what a sixteenth or an eighth of a larger
+/// chunk would, and each trial's copies of it (gathered or shuffled bytes, scaled
+/// integers, codings) stay small beside the chunk.
+pub(crate) const SAMPLE_MAX_BYTES: usize = 4 << 20;
 /// The heavy compressors' gain over Zstandard 3 is first measured on this fraction of
 /// the sample (the middle), when that is at least [`PART_LEAST_BYTES`].
 const PART_SHARE: usize = 4;
@@ -257,8 +259,9 @@ fn under_room(
 /// Fast mode's sample of `data`: the whole of a chunk of fewer than 2 pieces of
 /// [`PIECE_BYTES`], else evenly spaced whole pieces, one in the middle of each stretch
 /// of the chunk, as many as a [`SAMPLE_SHARE`]-th of the pieces, at least
-/// [`LEAST_PIECES`] and at most half of them, and no more than [`SAMPLE_MAX_BYTES`]. The Bitshuffle filter's blocks of 8 KiB
-/// fall whole in a piece, so its trial codes exactly the sampled blocks.
+/// [`LEAST_PIECES`] and at most half of them, and no more than [`SAMPLE_MAX_BYTES`].
+/// The Bitshuffle filter's blocks of 8 KiB fall whole in a piece, so its trial codes
+/// exactly the sampled blocks.
 fn pieces(data: &[u8]) -> Cow<'_, [u8]> {
     let total = data.len() / PIECE_BYTES;
     let count = (total / SAMPLE_SHARE)

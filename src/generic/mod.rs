@@ -6,7 +6,7 @@ mod bitshuffle;
 mod choice;
 pub mod pipeline;
 
-pub(crate) use choice::smallest;
+pub(crate) use choice::{smallest, SAMPLE_MAX_BYTES};
 
 use crate::element_type::ElementType;
 use crate::format;
